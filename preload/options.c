@@ -1,0 +1,305 @@
+/*
+ * options.c - the one place that reads the environment.
+ *
+ * One table lists every TICKET_* variable with its parser and the values it
+ * accepts.  Integers must be consumed whole by strtol and lie in range.  A
+ * bad value gets one line on stderr naming the variable, the value and what
+ * is accepted, and the default stays; TICKET_STRICT=1 makes any bad value
+ * fatal (exit status 2).  An empty value counts as unset.
+ */
+#include "options.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "log.h"
+
+struct ts_keyword {
+	const char *name;
+	int value;
+};
+
+struct ts_option {
+	const char *name;
+	const char *accepted;
+	/* Returns false when @raw is not acceptable; @cfg is then unchanged. */
+	bool (*parse)(const char *raw, struct ts_config *cfg);
+};
+
+static bool parse_long(const char *raw, long min, long max, long *out)
+{
+	char *end;
+	long value;
+
+	errno = 0;
+	value = strtol(raw, &end, 10);
+	if (errno != 0 || end == raw || *end != '\0' || value < min || value > max)
+		return false;
+	*out = value;
+	return true;
+}
+
+static bool parse_keyword(const char *raw, const struct ts_keyword *keywords, int *out)
+{
+	for (; keywords->name != NULL; keywords++) {
+		if (strcmp(raw, keywords->name) == 0) {
+			*out = keywords->value;
+			return true;
+		}
+	}
+	return false;
+}
+
+static bool parse_delay(const char *raw, struct ts_config *cfg)
+{
+	static const struct ts_keyword modes[] = {
+		{ "off", TS_DELAY_OFF }, { "auto", TS_DELAY_AUTO }, { NULL, 0 },
+	};
+	int mode;
+	long factor;
+
+	if (parse_keyword(raw, modes, &mode)) {
+		cfg->delay_mode = (enum ts_delay_mode)mode;
+		return true;
+	}
+	if (!parse_long(raw, 1, TS_DELAY_FACTOR_MAX, &factor))
+		return false;
+	cfg->delay_mode = TS_DELAY_FIXED;
+	cfg->delay_factor = (uint32_t)factor;
+	return true;
+}
+
+static bool parse_delay_min(const char *raw, struct ts_config *cfg)
+{
+	long value;
+
+	if (!parse_long(raw, 1, TS_DELAY_LIMIT, &value))
+		return false;
+	cfg->delay_min = (uint32_t)value;
+	return true;
+}
+
+static bool parse_delay_max(const char *raw, struct ts_config *cfg)
+{
+	long value;
+
+	if (!parse_long(raw, 1, TS_DELAY_LIMIT, &value))
+		return false;
+	cfg->delay_max = (uint32_t)value;
+	return true;
+}
+
+static bool parse_table(const char *raw, struct ts_config *cfg)
+{
+	static const struct ts_keyword tables[] = {
+		{ "hashed", TS_TABLE_HASHED }, { "single", TS_TABLE_SINGLE }, { NULL, 0 },
+	};
+	int table;
+
+	if (!parse_keyword(raw, tables, &table))
+		return false;
+	cfg->table = (enum ts_delay_table)table;
+	return true;
+}
+
+static bool parse_hash_bits(const char *raw, struct ts_config *cfg)
+{
+	long value;
+
+	if (!parse_long(raw, 0, TS_HASH_BITS_MAX, &value))
+		return false;
+	cfg->hash_bits = (unsigned)value;
+	return true;
+}
+
+static bool parse_wait(const char *raw, struct ts_config *cfg)
+{
+	static const struct ts_keyword policies[] = {
+		{ "spin", TS_WAIT_SPIN }, { "yield", TS_WAIT_YIELD }, { "park", TS_WAIT_PARK },
+		{ NULL, 0 },
+	};
+	int policy;
+
+	if (!parse_keyword(raw, policies, &policy))
+		return false;
+	cfg->wait = (enum ts_wait_policy)policy;
+	return true;
+}
+
+static bool parse_spin(const char *raw, struct ts_config *cfg)
+{
+	long value;
+
+	if (!parse_long(raw, 1, 100000000, &value))
+		return false;
+	cfg->spin_budget = (uint32_t)value;
+	return true;
+}
+
+static bool parse_stats(const char *raw, struct ts_config *cfg)
+{
+	if (strcmp(raw, "0") == 0)
+		cfg->stats = NULL;
+	else if (strcmp(raw, "1") == 0)
+		cfg->stats = "";
+	else
+		cfg->stats = raw; /* a file name; the environment outlives us */
+	return true;
+}
+
+static bool parse_stats_top(const char *raw, struct ts_config *cfg)
+{
+	long value;
+
+	if (!parse_long(raw, 1, 1000000, &value))
+		return false;
+	cfg->stats_top = (uint32_t)value;
+	return true;
+}
+
+static bool parse_flag(const char *raw, bool *out)
+{
+	long value;
+
+	if (!parse_long(raw, 0, 1, &value))
+		return false;
+	*out = value != 0;
+	return true;
+}
+
+static bool parse_strict(const char *raw, struct ts_config *cfg)
+{
+	return parse_flag(raw, &cfg->strict);
+}
+
+static bool parse_verbose(const char *raw, struct ts_config *cfg)
+{
+	return parse_flag(raw, &cfg->verbose);
+}
+
+static const struct ts_option options[] = {
+	{ "TICKET_DELAY", "off, auto, or a fixed factor 1..100000", parse_delay },
+	{ "TICKET_DELAY_MIN", "an integer 1..1000000, at most TICKET_DELAY_MAX", parse_delay_min },
+	{ "TICKET_DELAY_MAX", "an integer 1..1000000, at least TICKET_DELAY_MIN", parse_delay_max },
+	{ "TICKET_DELAY_TABLE", "hashed or single", parse_table },
+	{ "TICKET_DELAY_HASH_BITS", "an integer 0..10", parse_hash_bits },
+	{ "TICKET_WAIT", "spin, yield or park", parse_wait },
+	{ "TICKET_SPIN", "an integer 1..100000000", parse_spin },
+	{ "TICKET_STATS", "0, 1 (stderr) or a file name", parse_stats },
+	{ "TICKET_STATS_TOP", "an integer 1..1000000", parse_stats_top },
+	{ "TICKET_STRICT", "0 or 1", parse_strict },
+	{ "TICKET_VERBOSE", "0 or 1", parse_verbose },
+};
+
+static const struct ts_config defaults = {
+	.delay_mode = TS_DELAY_AUTO,
+	.delay_factor = 50,
+	.delay_min = 1,
+	.delay_max = 16000,
+	.table = TS_TABLE_HASHED,
+	.hash_bits = 6,
+	.wait = TS_WAIT_PARK,
+	.spin_budget = 2000,
+	.stats = NULL,
+	.stats_top = 20,
+	.strict = false,
+	.verbose = false,
+};
+
+static const char *delay_mode_name(const struct ts_config *cfg)
+{
+	switch (cfg->delay_mode) {
+	case TS_DELAY_OFF: return "off";
+	case TS_DELAY_FIXED: return "fixed";
+	default: return "auto";
+	}
+}
+
+static const char *wait_name(enum ts_wait_policy wait)
+{
+	switch (wait) {
+	case TS_WAIT_SPIN: return "spin";
+	case TS_WAIT_YIELD: return "yield";
+	default: return "park";
+	}
+}
+
+unsigned ts_config_parse(struct ts_config *out)
+{
+	unsigned invalid = 0;
+	size_t i;
+
+	*out = defaults;
+	for (i = 0; i < sizeof(options) / sizeof(options[0]); i++) {
+		const char *raw = getenv(options[i].name);
+
+		if (raw == NULL || raw[0] == '\0')
+			continue;
+		if (!options[i].parse(raw, out)) {
+			ts_log("%s='%s' is not valid: accepted: %s; keeping the default",
+			       options[i].name, raw, options[i].accepted);
+			invalid++;
+		}
+	}
+	if (out->delay_min > out->delay_max) {
+		ts_log("TICKET_DELAY_MIN=%u exceeds TICKET_DELAY_MAX=%u: accepted: MIN <= MAX; "
+		       "keeping the defaults %u and %u",
+		       out->delay_min, out->delay_max, defaults.delay_min, defaults.delay_max);
+		out->delay_min = defaults.delay_min;
+		out->delay_max = defaults.delay_max;
+		invalid++;
+	}
+	return invalid;
+}
+
+static void report(const struct ts_config *cfg)
+{
+	char fixed[32] = "";
+
+	if (cfg->delay_mode == TS_DELAY_FIXED)
+		snprintf(fixed, sizeof(fixed), " factor=%u", cfg->delay_factor);
+	ts_log("delay=%s%s min=%u max=%u table=%s hash_bits=%u wait=%s spin=%u "
+	       "stats=%s stats_top=%u strict=%d",
+	       delay_mode_name(cfg), fixed, cfg->delay_min, cfg->delay_max,
+	       cfg->table == TS_TABLE_HASHED ? "hashed" : "single", cfg->hash_bits,
+	       wait_name(cfg->wait), cfg->spin_budget,
+	       cfg->stats == NULL ? "off" : cfg->stats[0] == '\0' ? "stderr" : cfg->stats,
+	       cfg->stats_top, cfg->strict);
+}
+
+enum { CONFIG_UNREAD, CONFIG_READING, CONFIG_READY };
+
+static struct ts_config config;
+static int config_state = CONFIG_UNREAD;
+
+const struct ts_config *ts_config(void)
+{
+	int state = __atomic_load_n(&config_state, __ATOMIC_ACQUIRE);
+
+	if (__builtin_expect(state == CONFIG_READY, 1))
+		return &config; /* ACQUIRE pairs with the RELEASE store below */
+
+	state = CONFIG_UNREAD;
+	if (__atomic_compare_exchange_n(&config_state, &state, CONFIG_READING, false,
+	                                __ATOMIC_ACQUIRE, __ATOMIC_ACQUIRE)) {
+		unsigned invalid = ts_config_parse(&config);
+
+		if (invalid > 0 && config.strict) {
+			ts_log("TICKET_STRICT=1: %u invalid setting%s, exiting with status 2",
+			       invalid, invalid == 1 ? "" : "s");
+			_exit(2);
+		}
+		if (config.verbose)
+			report(&config);
+		/* RELEASE pairs with the ACQUIRE loads above: readers see the whole config. */
+		__atomic_store_n(&config_state, CONFIG_READY, __ATOMIC_RELEASE);
+		return &config;
+	}
+	/* Another thread is parsing; that takes microseconds, so spinning is fine. */
+	while (__atomic_load_n(&config_state, __ATOMIC_ACQUIRE) != CONFIG_READY)
+		__builtin_ia32_pause();
+	return &config;
+}

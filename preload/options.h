@@ -1,0 +1,58 @@
+/*
+ * options.h - the library's configuration, read from TICKET_* environment
+ * variables.  options.c is the only file that reads the environment.
+ *
+ * Contract: ts_config() may be called from any thread at any time, including
+ * before our constructor has run (another library's constructor may take a
+ * spinlock first).  The first call parses the environment exactly once; every
+ * call returns the same, then immutable, settings.
+ */
+#ifndef TICKETSPIN_OPTIONS_H
+#define TICKETSPIN_OPTIONS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+enum ts_delay_mode {
+	TS_DELAY_OFF,   /* plain ticket spin: one pause between polls */
+	TS_DELAY_FIXED, /* factor x tickets-ahead pauses between polls */
+	TS_DELAY_AUTO,  /* auto-tuned proportional backoff */
+};
+
+enum ts_delay_table {
+	TS_TABLE_HASHED, /* per thread, per lock (hash of the address) */
+	TS_TABLE_SINGLE, /* per thread, one delay for every lock */
+};
+
+enum ts_wait_policy {
+	TS_WAIT_SPIN,  /* never give the CPU away (reference ticket lock) */
+	TS_WAIT_YIELD, /* sched_yield() when the queue stops moving */
+	TS_WAIT_PARK,  /* yield when next in line, sleep on a futex otherwise */
+};
+
+struct ts_config {
+	enum ts_delay_mode delay_mode;
+	uint32_t delay_factor;   /* TS_DELAY_FIXED: pauses per ticket ahead */
+	uint32_t delay_min;      /* TS_DELAY_AUTO bounds, in whole pause units */
+	uint32_t delay_max;
+	enum ts_delay_table table;
+	unsigned hash_bits;      /* TS_TABLE_HASHED: 2^hash_bits entries */
+	enum ts_wait_policy wait;
+	uint32_t spin_budget;    /* polls without progress before yielding/parking */
+	const char *stats;       /* NULL (off), "" (stderr) or a file name */
+	uint32_t stats_top;
+	bool strict;
+	bool verbose;
+};
+
+#define TS_DELAY_FACTOR_MAX 100000u
+#define TS_DELAY_LIMIT      1000000u /* largest TICKET_DELAY_MIN/MAX */
+#define TS_HASH_BITS_MAX    10u
+
+const struct ts_config *ts_config(void);
+
+/* Parses the environment into @out without touching the process-wide copy;
+ * returns the number of invalid variables.  For the tests. */
+unsigned ts_config_parse(struct ts_config *out);
+
+#endif

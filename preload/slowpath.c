@@ -1,0 +1,243 @@
+/*
+ * slowpath.c - waiting for a contended ticket: proportional backoff, its
+ * auto-tuning, the per-thread delay table, and the waiting policy.
+ *
+ * Backoff (TICKET_DELAY), after Rik van Riel's series of Dec 2012 - Jan 2013:
+ *  - off:   poll with one pause in between (the pre-2013 kernel);
+ *  - N:     N x (tickets ahead, holder included) pauses between polls;
+ *  - auto:  the next in line polls tightly; the others pause
+ *           delay x (waiters ahead, holder excluded) between polls, where
+ *           delay is tuned per thread and per lock: +1/7 unit after a poll that
+ *           found the lock still busy, -max(delay/32, 1 unit) after one that
+ *           found it already ours (we overslept), within
+ *           [TICKET_DELAY_MIN, TICKET_DELAY_MAX].
+ *
+ * Delay table (TICKET_DELAY_TABLE), after Eric Dumazet: "hashed" keeps
+ * 2^TICKET_DELAY_HASH_BITS entries per thread, indexed by a hash of the lock
+ * address and tagged with the whole hash, so a lock that lands on another
+ * lock's entry starts from the minimum instead of inheriting its delay;
+ * "single" keeps one delay per thread for every lock.
+ *
+ * Waiting policy (TICKET_WAIT) - what to do when the queue stops moving, i.e.
+ * "serving" has not changed for TICKET_SPIN pauses.  The kernel never needs
+ * this (it spins with preemption off); a user-space ticket lock does, since
+ * the holder or the next in line may be descheduled, and then everyone behind
+ * burns whole time slices.  What we chose, and why:
+ *  - spin:  nothing; the reference ticket lock for experiments.
+ *  - yield: sched_yield(), which lets a descheduled holder or next in line on
+ *           our CPU run.  Cheap, keeps FIFO, but all waiters stay runnable.
+ *  - park (default): the next in line yields (it must stay runnable: nobody
+ *           would wake it), the others sleep on a futex on the lock word.
+ *           Unlock stays one load and one store: instead of the unlocker,
+ *           each waiter that acquires the lock in this slow path wakes the one
+ *           behind it, which then has our whole critical section to get back
+ *           on a CPU.  That chain reaches every parked waiter, since every
+ *           hand-over to a waiter ends here.  This is the spin-then-park of
+ *           glibc's adaptive mutex and of LiTL's spin-then-park locks, with
+ *           the wake-up moved out of unlock as in time-published locks'
+ *           successor hand-over.  FIFO order is kept exactly.
+ *
+ * Why no lost wake-up: a waiter parks only after setting TS_PARKED with a
+ * fetch-or, and only if that fetch-or saw it two or more tickets from being
+ * served; the futex then sleeps only while the word is still what it saw.
+ * The waiter behind ours sees its turn come only through the unlock store
+ * that made us owner; if its fetch-or came first, our acquiring load (which
+ * reads that store's word, "next" half included) sees TS_PARKED and we wake
+ * it; if the store came first, its fetch-or returns a word in which it is
+ * next in line, and it does not sleep.  The futex calls use the shared
+ * (not _PRIVATE) form, so waiters in other processes are woken too: four bytes
+ * do not tell us whether the lock was initialised PTHREAD_PROCESS_SHARED.
+ */
+#include "slowpath.h"
+
+#include <limits.h>
+#include <linux/futex.h>
+#include <sched.h>
+#include <stdbool.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+struct ts_delay_entry {
+	uint32_t tag;   /* ts_lock_hash() of the owning lock, 0 when unused */
+	uint32_t delay; /* fixed point, TS_DELAY_SHIFT fractional bits */
+};
+
+static __thread struct ts_delay_entry delay_table[1u << TS_HASH_BITS_MAX];
+
+uint32_t ts_lock_hash(const void *lock)
+{
+	/* Fibonacci hashing; the low bits of an address carry little, drop them. */
+	uint64_t h = ((uint64_t)(uintptr_t)lock >> 2) * 0x9e3779b97f4a7c15ull;
+	uint32_t hash = (uint32_t)(h >> 32);
+
+	return hash != 0 ? hash : 1;
+}
+
+static struct ts_delay_entry *delay_entry(const struct ts_config *cfg, uint32_t hash)
+{
+	if (cfg->table == TS_TABLE_SINGLE || cfg->hash_bits == 0)
+		return &delay_table[0];
+	return &delay_table[hash >> (32 - cfg->hash_bits)];
+}
+
+static uint32_t entry_delay(const struct ts_config *cfg, const struct ts_delay_entry *entry,
+                            uint32_t hash)
+{
+	bool owned = cfg->table == TS_TABLE_SINGLE || entry->tag == hash;
+
+	if (!owned || entry->delay == 0)
+		return cfg->delay_min << TS_DELAY_SHIFT;
+	return entry->delay;
+}
+
+uint32_t ts_delay_of(const struct ts_config *cfg, const void *lock)
+{
+	uint32_t hash = ts_lock_hash(lock);
+
+	return entry_delay(cfg, delay_entry(cfg, hash), hash);
+}
+
+void ts_delay_reset(void)
+{
+	for (size_t i = 0; i < sizeof(delay_table) / sizeof(delay_table[0]); i++)
+		delay_table[i] = (struct ts_delay_entry){ 0, 0 };
+}
+
+static void pause_for(uint64_t pauses)
+{
+	while (pauses-- > 0)
+		__builtin_ia32_pause();
+}
+
+/* Pauses before the next poll, given the tickets ahead of ours (holder included). */
+static uint64_t backoff_pauses(const struct ts_config *cfg, uint32_t delay, uint16_t ahead)
+{
+	switch (cfg->delay_mode) {
+	case TS_DELAY_OFF:
+		return 1;
+	case TS_DELAY_FIXED:
+		return (uint64_t)cfg->delay_factor * ahead;
+	default:
+		if (ahead <= 1)
+			return 1; /* next in line: poll tightly */
+		return ((uint64_t)delay * (ahead - 1u)) >> TS_DELAY_SHIFT;
+	}
+}
+
+static uint32_t delay_after_poll(const struct ts_config *cfg, uint32_t delay, bool overslept)
+{
+	uint32_t min = cfg->delay_min << TS_DELAY_SHIFT;
+	uint32_t max = cfg->delay_max << TS_DELAY_SHIFT;
+
+	if (overslept) {
+		if (delay >= 2 * TS_DELAY_ONE) {
+			uint32_t step = delay / 32;
+
+			delay -= step > TS_DELAY_ONE ? step : TS_DELAY_ONE;
+		}
+		return delay < min ? min : delay;
+	}
+	delay += TS_DELAY_ONE / 7;
+	return delay > max ? max : delay;
+}
+
+static long futex(ts_word_t *lock, int op, uint32_t val, uint32_t bitset)
+{
+	return syscall(SYS_futex, lock, op, val, NULL, NULL, bitset);
+}
+
+/* Each ticket waits on its own futex bit, so a wake reaches one waiter (mod 32). */
+static uint32_t ticket_bit(uint16_t ticket)
+{
+	return 1u << ((ticket / TS_TICKET_STEP) & 31);
+}
+
+/* Sleeps until woken, unless we are (or become) next in line meanwhile. */
+static void park(ts_word_t *lock, uint16_t ticket)
+{
+	/*
+	 * SEQ_CST fetch-or: a full barrier ordered against the unlock store that
+	 * makes our predecessor owner; see "Why no lost wake-up" above.
+	 */
+	uint32_t word = __atomic_fetch_or(lock, TS_PARKED, __ATOMIC_SEQ_CST) | TS_PARKED;
+
+	if (ts_tickets_between(ts_serving(word), ticket) >= 2)
+		futex(lock, FUTEX_WAIT_BITSET, word, ticket_bit(ticket));
+}
+
+/*
+ * We own the lock, acquired in the slow path, and @word is the value our
+ * acquiring load read.  Wake the waiter behind us if anyone may be parked.
+ */
+static void wake_successor(ts_word_t *lock, uint16_t ticket, uint32_t word)
+{
+	uint16_t successor = (uint16_t)(ticket + TS_TICKET_STEP);
+
+	if (!(word & TS_PARKED))
+		return;
+	/*
+	 * With at most one waiter behind us, only that waiter can be parked, and
+	 * we wake it now: the flag can go.  A failed exchange (a ticket was drawn
+	 * meanwhile) leaves the flag set, which costs a futex call later, no more.
+	 */
+	if (ts_tickets_between(ticket, ts_next(word)) <= 2)
+		__atomic_compare_exchange_n(lock, &word, word & ~TS_PARKED, false,
+		                            __ATOMIC_RELAXED, __ATOMIC_RELAXED);
+	futex(lock, FUTEX_WAKE_BITSET, INT_MAX, ticket_bit(successor));
+}
+
+/* The queue has not moved for the spin budget: give the CPU away. */
+static void give_way(const struct ts_config *cfg, ts_word_t *lock, uint16_t ticket,
+                     uint16_t ahead)
+{
+	if (cfg->wait == TS_WAIT_PARK && ahead >= 2)
+		park(lock, ticket);
+	else
+		sched_yield();
+}
+
+void ts_lock_slow(ts_word_t *lock, uint16_t ticket)
+{
+	const struct ts_config *cfg = ts_config();
+	uint32_t hash = 0;
+	struct ts_delay_entry *entry = NULL;
+	uint32_t delay = 0;
+	uint16_t seen_serving = TS_RESERVED_BIT; /* no real "serving" equals this */
+	uint64_t stalled = 0;                    /* pauses since "serving" last moved */
+	uint32_t word;
+
+	if (cfg->delay_mode == TS_DELAY_AUTO) {
+		hash = ts_lock_hash(lock);
+		entry = delay_entry(cfg, hash);
+		delay = entry_delay(cfg, entry, hash);
+	}
+
+	/* ACQUIRE pairs with the RELEASE store in ts_unlock() that serves us. */
+	word = __atomic_load_n(lock, __ATOMIC_ACQUIRE);
+	while (ts_serving(word) != ticket) {
+		uint16_t ahead = ts_tickets_between(ts_serving(word), ticket);
+		uint64_t pauses = backoff_pauses(cfg, delay, ahead);
+
+		if (ts_serving(word) != seen_serving) {
+			seen_serving = ts_serving(word);
+			stalled = 0;
+		} else if (cfg->wait != TS_WAIT_SPIN && stalled >= cfg->spin_budget) {
+			give_way(cfg, lock, ticket, ahead);
+			stalled = 0;
+			word = __atomic_load_n(lock, __ATOMIC_ACQUIRE); /* pairs as above */
+			continue;
+		}
+		pause_for(pauses);
+		stalled += pauses;
+		word = __atomic_load_n(lock, __ATOMIC_ACQUIRE); /* pairs as above */
+		if (entry != NULL && ahead >= 2)
+			delay = delay_after_poll(cfg, delay, ts_serving(word) == ticket);
+	}
+
+	if (entry != NULL) {
+		entry->tag = hash;
+		entry->delay = delay;
+	}
+	/* Not only under "park": another process sharing the lock may park. */
+	wake_successor(lock, ticket, word);
+}

@@ -1,0 +1,62 @@
+/*
+ * spin_api.c - the five exported pthread_spin_* functions.
+ *
+ * We define all five because glibc's x86-64 spinlock uses another encoding
+ * (1 is unlocked): a lock touched by both would be corrupt.  They are the
+ * only symbols this library exports (-fvisibility=hidden elsewhere, and an
+ * unnamed version node, since a named one would make them stop interposing
+ * on glibc's versioned definitions).
+ */
+#include <errno.h>
+#include <pthread.h>
+
+#include "options.h"
+#include "ticket_lock.h"
+
+#define TS_EXPORT __attribute__((visibility("default")))
+
+_Static_assert(sizeof(pthread_spinlock_t) == sizeof(ts_word_t), "lock word is 4 bytes");
+_Static_assert(_Alignof(pthread_spinlock_t) >= _Alignof(ts_word_t), "lock word alignment");
+
+static ts_word_t *word_of(pthread_spinlock_t *lock)
+{
+	return (ts_word_t *)(void *)lock;
+}
+
+TS_EXPORT int pthread_spin_init(pthread_spinlock_t *lock, int pshared)
+{
+	if (pshared != PTHREAD_PROCESS_PRIVATE && pshared != PTHREAD_PROCESS_SHARED)
+		return EINVAL;
+	/* Publication to other threads is the caller's business, as with glibc. */
+	__atomic_store_n(word_of(lock), 0, __ATOMIC_RELAXED);
+	return 0;
+}
+
+TS_EXPORT int pthread_spin_destroy(pthread_spinlock_t *lock)
+{
+	(void)lock;
+	return 0;
+}
+
+TS_EXPORT int pthread_spin_lock(pthread_spinlock_t *lock)
+{
+	ts_lock(word_of(lock));
+	return 0;
+}
+
+TS_EXPORT int pthread_spin_trylock(pthread_spinlock_t *lock)
+{
+	return ts_trylock(word_of(lock)) ? 0 : EBUSY;
+}
+
+TS_EXPORT int pthread_spin_unlock(pthread_spinlock_t *lock)
+{
+	return ts_unlock(word_of(lock)) ? 0 : EPERM;
+}
+
+/* Read the configuration before main, so TICKET_STRICT=1 can stop a bad run
+ * early and TICKET_VERBOSE=1 reports even when no lock is ever contended. */
+__attribute__((constructor)) static void ticketspin_init(void)
+{
+	(void)ts_config();
+}
