@@ -10,12 +10,14 @@
 #include "options.h"
 
 #include <errno.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "log.h"
+#include "ticket_lock.h"
 
 struct ts_keyword {
 	const char *name;
@@ -34,6 +36,9 @@ static bool parse_long(const char *raw, long min, long max, long *out)
 	char *end;
 	long value;
 
+	/* strtol would skip leading blanks and take a sign: "+5" or " 5" is a typo */
+	if (!((raw[0] >= '0' && raw[0] <= '9') || (raw[0] == '-' && raw[1] != '\0')))
+		return false;
 	errno = 0;
 	value = strtol(raw, &end, 10);
 	if (errno != 0 || end == raw || *end != '\0' || value < min || value > max)
@@ -139,6 +144,29 @@ static bool parse_spin(const char *raw, struct ts_config *cfg)
 	return true;
 }
 
+static bool parse_queue(const char *raw, struct ts_config *cfg)
+{
+	long value;
+
+	if (!parse_long(raw, 0, TS_MAX_WAITERS, &value) || value == 1)
+		return false;
+	cfg->queue_max = (uint32_t)value;
+	return true;
+}
+
+/* CPUs this process may run on: more tickets in line than that cannot all be
+ * running, so the ones behind would only wait on descheduled threads. */
+static uint32_t default_queue_max(void)
+{
+	cpu_set_t set;
+	int cpus;
+
+	if (sched_getaffinity(0, sizeof(set), &set) != 0)
+		return 2;
+	cpus = CPU_COUNT(&set);
+	return cpus < 2 ? 2 : (uint32_t)cpus;
+}
+
 static bool parse_stats(const char *raw, struct ts_config *cfg)
 {
 	if (strcmp(raw, "0") == 0)
@@ -188,6 +216,7 @@ static const struct ts_option options[] = {
 	{ "TICKET_DELAY_HASH_BITS", "an integer 0..10", parse_hash_bits },
 	{ "TICKET_WAIT", "spin, yield or park", parse_wait },
 	{ "TICKET_SPIN", "an integer 1..100000000", parse_spin },
+	{ "TICKET_QUEUE", "0 (no bound) or an integer 2..32767", parse_queue },
 	{ "TICKET_STATS", "0, 1 (stderr) or a file name", parse_stats },
 	{ "TICKET_STATS_TOP", "an integer 1..1000000", parse_stats_top },
 	{ "TICKET_STRICT", "0 or 1", parse_strict },
@@ -233,6 +262,7 @@ unsigned ts_config_parse(struct ts_config *out)
 	size_t i;
 
 	*out = defaults;
+	out->queue_max = default_queue_max();
 	for (i = 0; i < sizeof(options) / sizeof(options[0]); i++) {
 		const char *raw = getenv(options[i].name);
 
@@ -262,10 +292,10 @@ static void report(const struct ts_config *cfg)
 	if (cfg->delay_mode == TS_DELAY_FIXED)
 		snprintf(fixed, sizeof(fixed), " factor=%u", cfg->delay_factor);
 	ts_log("delay=%s%s min=%u max=%u table=%s hash_bits=%u wait=%s spin=%u "
-	       "stats=%s stats_top=%u strict=%d",
+	       "queue=%u stats=%s stats_top=%u strict=%d",
 	       delay_mode_name(cfg), fixed, cfg->delay_min, cfg->delay_max,
 	       cfg->table == TS_TABLE_HASHED ? "hashed" : "single", cfg->hash_bits,
-	       wait_name(cfg->wait), cfg->spin_budget,
+	       wait_name(cfg->wait), cfg->spin_budget, cfg->queue_max,
 	       cfg->stats == NULL ? "off" : cfg->stats[0] == '\0' ? "stderr" : cfg->stats,
 	       cfg->stats_top, cfg->strict);
 }

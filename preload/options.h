@@ -38,7 +38,8 @@ struct ts_config {
 	enum ts_delay_table table;
 	unsigned hash_bits;      /* TS_TABLE_HASHED: 2^hash_bits entries */
 	enum ts_wait_policy wait;
-	uint32_t spin_budget;    /* polls without progress before yielding/parking */
+	uint32_t spin_budget;    /* pauses without progress before yielding/parking */
+	uint32_t queue_max;      /* most tickets in line before the tail steps out; 0: no bound */
 	const char *stats;       /* NULL (off), "" (stderr) or a file name */
 	uint32_t stats_top;
 	bool strict;

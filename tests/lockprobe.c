@@ -1,0 +1,204 @@
+/*
+ * lockprobe - exercises pthread_spin_* in a child process, so that tests can
+ * choose the TICKET_* environment the library reads at start-up.
+ *
+ *   lockprobe provider                 print who provides each function
+ *   lockprobe hammer THREADS LOCKS N   mutual exclusion, lock and trylock mixed
+ *   lockprobe fifo WAITERS             grant order of waiters queued in order
+ *   lockprobe wrap THREADS N           N acquisitions starting near the wrap
+ *
+ * Exit status: 0 invariants held, 1 an invariant failed, 2 usage.
+ * The first line of output names the provider of pthread_spin_lock.
+ */
+#include <dlfcn.h>
+#include <errno.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static const char *provider(const char *name)
+{
+	Dl_info info;
+	void *address = dlsym(RTLD_DEFAULT, name);
+
+	if (address == NULL || !dladdr(address, &info) || info.dli_fname == NULL)
+		return "(none)";
+	return info.dli_fname;
+}
+
+struct guarded {
+	pthread_spinlock_t lock;
+	int inside;         /* threads inside the critical section: must be 0 or 1 */
+	uint64_t count;     /* acquisitions, counted inside */
+} __attribute__((aligned(64)));
+
+static struct guarded *locks;
+static int nlocks;
+static long per_thread;
+static atomic_long violations;
+
+static void critical(struct guarded *g)
+{
+	if (__atomic_add_fetch(&g->inside, 1, __ATOMIC_RELAXED) != 1)
+		atomic_fetch_add(&violations, 1);
+	g->count++;
+	if (__atomic_sub_fetch(&g->inside, 1, __ATOMIC_RELAXED) != 0)
+		atomic_fetch_add(&violations, 1);
+}
+
+static void *hammer_thread(void *arg)
+{
+	unsigned seed = (unsigned)(uintptr_t)arg * 2654435761u + 1;
+
+	for (long i = 0; i < per_thread; i++) {
+		struct guarded *g = &locks[rand_r(&seed) % nlocks];
+
+		if (rand_r(&seed) % 4 == 0) {
+			int rc;
+
+			while ((rc = pthread_spin_trylock(&g->lock)) == EBUSY)
+				sched_yield();
+			if (rc != 0) {
+				atomic_fetch_add(&violations, 1);
+				continue;
+			}
+		} else if (pthread_spin_lock(&g->lock) != 0) {
+			atomic_fetch_add(&violations, 1);
+			continue;
+		}
+		critical(g);
+		if (pthread_spin_unlock(&g->lock) != 0)
+			atomic_fetch_add(&violations, 1);
+	}
+	return NULL;
+}
+
+static int run_threads(int threads, void *(*body)(void *))
+{
+	pthread_t *tids = calloc((size_t)threads, sizeof(*tids));
+
+	for (int i = 0; i < threads; i++)
+		if (pthread_create(&tids[i], NULL, body, (void *)(uintptr_t)i) != 0)
+			return -1;
+	for (int i = 0; i < threads; i++)
+		pthread_join(tids[i], NULL);
+	free(tids);
+	return 0;
+}
+
+static int check_totals(long expected)
+{
+	uint64_t total = 0;
+
+	for (int i = 0; i < nlocks; i++) {
+		total += locks[i].count;
+		if (pthread_spin_trylock(&locks[i].lock) != 0) {
+			printf("lock %d left held\n", i);
+			return 1;
+		}
+		pthread_spin_unlock(&locks[i].lock);
+	}
+	printf("acquisitions %llu expected %ld violations %ld\n", (unsigned long long)total,
+	       expected, atomic_load(&violations));
+	return total == (uint64_t)expected && atomic_load(&violations) == 0 ? 0 : 1;
+}
+
+static int hammer(int threads, int nlock, long n)
+{
+	nlocks = nlock;
+	per_thread = n;
+	locks = aligned_alloc(64, sizeof(*locks) * (size_t)nlock);
+	memset(locks, 0, sizeof(*locks) * (size_t)nlock);
+	for (int i = 0; i < nlock; i++)
+		pthread_spin_init(&locks[i].lock, PTHREAD_PROCESS_PRIVATE);
+	if (run_threads(threads, hammer_thread) != 0)
+		return 1;
+	return check_totals((long)threads * n);
+}
+
+/* fifo: waiter i draws its ticket only after waiter i-1 has drawn its own. */
+static pthread_spinlock_t fifo_lock;
+static int grant_order[64];
+static int granted;
+
+static unsigned tickets_drawn(void)
+{
+	uint32_t word = __atomic_load_n((uint32_t *)&fifo_lock, __ATOMIC_ACQUIRE);
+
+	return ((word >> 17) - (word >> 1)) & 0x7fff; /* next - serving, in tickets */
+}
+
+static void *fifo_thread(void *arg)
+{
+	pthread_spin_lock(&fifo_lock);
+	grant_order[granted++] = (int)(uintptr_t)arg;
+	pthread_spin_unlock(&fifo_lock);
+	return NULL;
+}
+
+static int fifo(int waiters)
+{
+	pthread_t tids[64];
+	int ok = 1;
+
+	if (waiters < 1 || waiters > 64)
+		return 2;
+	pthread_spin_init(&fifo_lock, PTHREAD_PROCESS_PRIVATE);
+	pthread_spin_lock(&fifo_lock);
+	for (int i = 0; i < waiters; i++) {
+		pthread_create(&tids[i], NULL, fifo_thread, (void *)(uintptr_t)i);
+		while (tickets_drawn() < (unsigned)i + 2)
+			sched_yield();
+	}
+	pthread_spin_unlock(&fifo_lock);
+	for (int i = 0; i < waiters; i++)
+		pthread_join(tids[i], NULL);
+	printf("order");
+	for (int i = 0; i < waiters; i++) {
+		printf(" %d", grant_order[i]);
+		ok &= grant_order[i] == i;
+	}
+	printf("\n");
+	return ok && granted == waiters ? 0 : 1;
+}
+
+/* wrap: start a few tickets before the 15-bit ticket counter wraps. */
+static int wrap(int threads, long n)
+{
+	nlocks = 1;
+	per_thread = n;
+	locks = aligned_alloc(64, sizeof(*locks));
+	memset(locks, 0, sizeof(*locks));
+	/* serving == next == 0x7ffa tickets: a free lock, six draws from wrapping */
+	__atomic_store_n((uint32_t *)&locks[0].lock, 0xfff4fff4u, __ATOMIC_RELEASE);
+	if (run_threads(threads, hammer_thread) != 0)
+		return 1;
+	return check_totals((long)threads * n);
+}
+
+int main(int argc, char **argv)
+{
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	if (argc < 2)
+		return 2;
+	printf("provider %s\n", provider("pthread_spin_lock"));
+	if (strcmp(argv[1], "provider") == 0) {
+		printf("init %s\ndestroy %s\ntrylock %s\nunlock %s\n",
+		       provider("pthread_spin_init"), provider("pthread_spin_destroy"),
+		       provider("pthread_spin_trylock"), provider("pthread_spin_unlock"));
+		return 0;
+	}
+	if (strcmp(argv[1], "hammer") == 0 && argc == 5)
+		return hammer(atoi(argv[2]), atoi(argv[3]), atol(argv[4]));
+	if (strcmp(argv[1], "fifo") == 0 && argc == 3)
+		return fifo(atoi(argv[2]));
+	if (strcmp(argv[1], "wrap") == 0 && argc == 4)
+		return wrap(atoi(argv[2]), atol(argv[3]));
+	fprintf(stderr, "lockprobe: bad arguments\n");
+	return 2;
+}

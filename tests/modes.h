@@ -1,0 +1,17 @@
+/* The configurations every lock test runs under: each delay mode of the seed
+ * series, each delay table, and each waiting policy. */
+#ifndef TICKETSPIN_TEST_MODES_H
+#define TICKETSPIN_TEST_MODES_H
+
+#define MODE_ENV(...) ((const char *const[]){ __VA_ARGS__, NULL })
+
+#define FOR_EACH_MODE(X)                                                                  \
+	X(off_spin, MODE_ENV("TICKET_DELAY=off", "TICKET_WAIT=spin"))                     \
+	X(fixed_50, MODE_ENV("TICKET_DELAY=50", "TICKET_WAIT=spin"))                      \
+	X(auto_hashed, MODE_ENV("TICKET_DELAY=auto", "TICKET_DELAY_TABLE=hashed"))        \
+	X(auto_single, MODE_ENV("TICKET_DELAY=auto", "TICKET_DELAY_TABLE=single"))        \
+	X(auto_yield, MODE_ENV("TICKET_DELAY=auto", "TICKET_WAIT=yield"))                 \
+	X(auto_park, MODE_ENV("TICKET_DELAY=auto", "TICKET_WAIT=park", "TICKET_SPIN=50")) \
+	X(defaults, MODE_ENV("TICKET_DELAY="))
+
+#endif

@@ -1,0 +1,168 @@
+/*
+ * Configuration: every TICKET_* variable with good and bad values (parsed by
+ * the core linked in), and, through lockprobe under the preload, the stderr
+ * line, strict mode's exit status and the verbose report.
+ */
+#include <criterion/criterion.h>
+#include <stdlib.h>
+
+#include "options.h"
+#include "probe_run.h"
+
+static unsigned parse_with(const char *name, const char *value, struct ts_config *cfg)
+{
+	setenv(name, value, 1);
+	unsigned invalid = ts_config_parse(cfg);
+	unsetenv(name);
+	return invalid;
+}
+
+Test(config, defaults)
+{
+	struct ts_config cfg;
+
+	cr_assert_eq(ts_config_parse(&cfg), 0);
+	cr_assert_eq(cfg.delay_mode, TS_DELAY_AUTO);
+	cr_assert_eq(cfg.delay_min, 1);
+	cr_assert_eq(cfg.delay_max, 16000);
+	cr_assert_eq(cfg.table, TS_TABLE_HASHED);
+	cr_assert_eq(cfg.hash_bits, 6);
+	cr_assert_eq(cfg.wait, TS_WAIT_PARK);
+	cr_assert_null(cfg.stats);
+	cr_assert_eq(cfg.stats_top, 20);
+	cr_assert(!cfg.strict && !cfg.verbose);
+}
+
+Test(config, good_values)
+{
+	struct ts_config cfg;
+
+	cr_assert_eq(parse_with("TICKET_DELAY", "off", &cfg), 0);
+	cr_assert_eq(cfg.delay_mode, TS_DELAY_OFF);
+	cr_assert_eq(parse_with("TICKET_DELAY", "auto", &cfg), 0);
+	cr_assert_eq(cfg.delay_mode, TS_DELAY_AUTO);
+	cr_assert_eq(parse_with("TICKET_DELAY", "250", &cfg), 0);
+	cr_assert_eq(cfg.delay_mode, TS_DELAY_FIXED);
+	cr_assert_eq(cfg.delay_factor, 250);
+	cr_assert_eq(parse_with("TICKET_DELAY_MIN", "3", &cfg), 0);
+	cr_assert_eq(cfg.delay_min, 3);
+	cr_assert_eq(parse_with("TICKET_DELAY_MAX", "500", &cfg), 0);
+	cr_assert_eq(cfg.delay_max, 500);
+	cr_assert_eq(parse_with("TICKET_DELAY_TABLE", "single", &cfg), 0);
+	cr_assert_eq(cfg.table, TS_TABLE_SINGLE);
+	cr_assert_eq(parse_with("TICKET_DELAY_HASH_BITS", "10", &cfg), 0);
+	cr_assert_eq(cfg.hash_bits, 10);
+	cr_assert_eq(parse_with("TICKET_WAIT", "yield", &cfg), 0);
+	cr_assert_eq(cfg.wait, TS_WAIT_YIELD);
+	cr_assert_eq(parse_with("TICKET_WAIT", "spin", &cfg), 0);
+	cr_assert_eq(cfg.wait, TS_WAIT_SPIN);
+	cr_assert_eq(parse_with("TICKET_SPIN", "77", &cfg), 0);
+	cr_assert_eq(cfg.spin_budget, 77);
+	cr_assert_eq(parse_with("TICKET_QUEUE", "0", &cfg), 0);
+	cr_assert_eq(cfg.queue_max, 0);
+	cr_assert_eq(parse_with("TICKET_QUEUE", "5", &cfg), 0);
+	cr_assert_eq(cfg.queue_max, 5);
+	cr_assert_eq(parse_with("TICKET_STATS", "1", &cfg), 0);
+	cr_assert_str_eq(cfg.stats, "");
+	cr_assert_eq(parse_with("TICKET_STATS", "/tmp/report.txt", &cfg), 0);
+	cr_assert_str_eq(cfg.stats, "/tmp/report.txt");
+	cr_assert_eq(parse_with("TICKET_STATS_TOP", "5", &cfg), 0);
+	cr_assert_eq(cfg.stats_top, 5);
+	cr_assert_eq(parse_with("TICKET_STRICT", "1", &cfg), 0);
+	cr_assert(cfg.strict);
+	cr_assert_eq(parse_with("TICKET_VERBOSE", "1", &cfg), 0);
+	cr_assert(cfg.verbose);
+	cr_assert_eq(parse_with("TICKET_DELAY", "", &cfg), 0, "empty counts as unset");
+	cr_assert_eq(cfg.delay_mode, TS_DELAY_AUTO);
+}
+
+Test(config, bad_values_keep_the_default)
+{
+	static const struct {
+		const char *name, *value;
+	} bad[] = {
+		{ "TICKET_DELAY", "fast" },        { "TICKET_DELAY", "0" },
+		{ "TICKET_DELAY", "-5" },          { "TICKET_DELAY", "10x" },
+		{ "TICKET_DELAY", "100001" },      { "TICKET_DELAY", " 10" },
+		{ "TICKET_DELAY_MIN", "0" },       { "TICKET_DELAY_MIN", "abc" },
+		{ "TICKET_DELAY_MAX", "1000001" }, { "TICKET_DELAY_MAX", "99999999999999999999" },
+		{ "TICKET_DELAY_TABLE", "hash" },  { "TICKET_DELAY_HASH_BITS", "11" },
+		{ "TICKET_DELAY_HASH_BITS", "-1" }, { "TICKET_WAIT", "sleep" },
+		{ "TICKET_SPIN", "0" },            { "TICKET_QUEUE", "1" },
+		{ "TICKET_QUEUE", "40000" },       { "TICKET_STATS_TOP", "0" },
+		{ "TICKET_STRICT", "yes" },        { "TICKET_VERBOSE", "2" },
+	};
+	struct ts_config defaults, cfg;
+
+	cr_assert_eq(ts_config_parse(&defaults), 0);
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		cr_assert_eq(parse_with(bad[i].name, bad[i].value, &cfg), 1, "%s=%s accepted",
+		             bad[i].name, bad[i].value);
+		cr_assert(memcmp(&cfg, &defaults, sizeof(cfg)) == 0,
+		          "%s=%s changed the configuration", bad[i].name, bad[i].value);
+	}
+}
+
+Test(config, min_above_max_reverts_both)
+{
+	struct ts_config cfg;
+
+	setenv("TICKET_DELAY_MIN", "100", 1);
+	setenv("TICKET_DELAY_MAX", "50", 1);
+	cr_assert_eq(ts_config_parse(&cfg), 1);
+	cr_assert_eq(cfg.delay_min, 1);
+	cr_assert_eq(cfg.delay_max, 16000);
+}
+
+static void run_probe(struct probe_result *r, const char *const *env)
+{
+	probe_run(r, env, (const char *const[]){ LOCKPROBE, "provider", NULL }, 30);
+}
+
+Test(config, bad_value_gets_one_stderr_line_and_the_program_runs)
+{
+	struct probe_result r;
+
+	run_probe(&r, (const char *const[]){ "TICKET_DELAY=fast", NULL });
+	assert_probe_provider(&r);
+	cr_assert_eq(r.status, 0);
+	cr_assert_str_eq(r.err, "ticketspin: TICKET_DELAY='fast' is not valid: accepted: off, "
+	                        "auto, or a fixed factor 1..100000; keeping the default\n");
+	cr_assert_null(strstr(r.out, "ticketspin: "), "stdout must stay clean: %s", r.out);
+}
+
+Test(config, strict_makes_a_bad_value_fatal_before_main)
+{
+	struct probe_result r;
+
+	run_probe(&r, (const char *const[]){ "TICKET_STRICT=1", "TICKET_WAIT=nap", NULL });
+	cr_assert_eq(r.status, 2, "status %d, stderr: %s", r.status, r.err);
+	cr_assert_str_eq(r.out, "", "main must not run: %s", r.out);
+	cr_assert(strstr(r.err, "TICKET_WAIT='nap' is not valid: accepted: spin, yield or park")
+	          != NULL, "%s", r.err);
+	cr_assert(strstr(r.err, "exiting with status 2") != NULL, "%s", r.err);
+}
+
+Test(config, strict_with_good_values_runs)
+{
+	struct probe_result r;
+
+	run_probe(&r, (const char *const[]){ "TICKET_STRICT=1", "TICKET_DELAY=10", NULL });
+	assert_probe_provider(&r);
+	cr_assert_eq(r.status, 0);
+	cr_assert_str_eq(r.err, "");
+}
+
+Test(config, verbose_reports_the_effective_settings_once)
+{
+	struct probe_result r;
+
+	run_probe(&r, (const char *const[]){ "TICKET_VERBOSE=1", "TICKET_DELAY=250",
+	                                     "TICKET_DELAY_TABLE=single", NULL });
+	assert_probe_provider(&r);
+	cr_assert_eq(r.status, 0);
+	cr_assert(strstr(r.err, "ticketspin: delay=fixed factor=250 ") != NULL, "%s", r.err);
+	cr_assert(strstr(r.err, " table=single ") != NULL, "%s", r.err);
+	cr_assert_eq(strchr(r.err, '\n'), r.err + strlen(r.err) - 1, "one line: %s", r.err);
+	cr_assert_null(strstr(r.out, "ticketspin: "));
+}
