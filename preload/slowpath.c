@@ -196,7 +196,7 @@ static void give_way(const struct ts_config *cfg, ts_word_t *lock, uint16_t tick
 		sched_yield();
 }
 
-void ts_lock_slow(ts_word_t *lock, uint16_t ticket)
+void ts_lock_slow(ts_word_t *lock, uint16_t ticket, const void *caller)
 {
 	const struct ts_config *cfg = ts_config();
 	uint32_t hash = 0;

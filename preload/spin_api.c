@@ -40,7 +40,7 @@ TS_EXPORT int pthread_spin_destroy(pthread_spinlock_t *lock)
 
 TS_EXPORT int pthread_spin_lock(pthread_spinlock_t *lock)
 {
-	ts_lock(word_of(lock));
+	ts_lock(word_of(lock), __builtin_return_address(0));
 	return 0;
 }
 

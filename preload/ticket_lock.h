@@ -62,10 +62,13 @@ static inline ts_half_t *ts_serving_half(ts_word_t *lock)
 	return (ts_half_t *)lock; /* little-endian: the low half comes first */
 }
 
-/* Out of line (slowpath.c): wait until @ticket is served; acquire ordering. */
-void ts_lock_slow(ts_word_t *lock, uint16_t ticket);
+/*
+ * Out of line (slowpath.c): wait until @ticket is served; acquire ordering.
+ * @caller is the return address of pthread_spin_lock(), for reports.
+ */
+void ts_lock_slow(ts_word_t *lock, uint16_t ticket, const void *caller);
 
-static inline void ts_lock(ts_word_t *lock)
+static inline void ts_lock(ts_word_t *lock, const void *caller)
 {
 	/*
 	 * ACQUIRE pairs with the RELEASE store in ts_unlock(): when the ticket we
@@ -76,7 +79,7 @@ static inline void ts_lock(ts_word_t *lock)
 
 	if (__builtin_expect(ts_word_is_free(old), 1))
 		return;
-	ts_lock_slow(lock, ts_next(old));
+	ts_lock_slow(lock, ts_next(old), caller);
 }
 
 /* Returns true when the lock was taken; never waits, never leaves a ticket. */

@@ -31,11 +31,11 @@ static void *contend(void *arg)
 	int id = (int)(uintptr_t)arg;
 
 	for (long i = 0; i < rounds; i++) {
-		ts_lock(long_lock);
+		ts_lock(long_lock, NULL);
 		hold(400);
 		ts_unlock(long_lock);
 		if (short_lock != NULL) {
-			ts_lock(short_lock);
+			ts_lock(short_lock, NULL);
 			hold(2);
 			ts_unlock(short_lock);
 		}
