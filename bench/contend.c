@@ -1,10 +1,13 @@
 /*
  * contend - threads take one pthread spinlock in a loop; the critical section
  * writes data on the lock's cache line, then each thread thinks outside it.
+ * Usage: contend THREADS SECONDS [CS_STEPS [THINK_LOOPS]].
  * Prints one line: threads, acquisitions/s, fairness (min/max acquisitions
- * per thread).  Uses only the standard API, so it runs with and without the
+ * per thread), provider of pthread_spin_lock; with CONTEND_PER_THREAD set,
+ * a second line with each thread's acquisitions.  Uses only the standard API, so it runs with and without the
  * preload.  Checks mutual exclusion and exits 1 on a violation.
  */
+#include <dlfcn.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
@@ -77,7 +80,12 @@ int main(int argc, char **argv)
 	}
 	clock_gettime(CLOCK_MONOTONIC, &t1);
 	double el = (t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) / 1e9;
-	printf("%d %.0f %.3f\n", threads, total / el, max ? (double)min / max : 0.0);
+	Dl_info info;
+	if (!dladdr(dlsym(RTLD_DEFAULT, "pthread_spin_lock"), &info))
+		info.dli_fname = "?";
+	printf("%d %.0f %.3f %s\n", threads, total / el, max ? (double)min / max : 0.0,
+	       info.dli_fname);
+	if (getenv("CONTEND_PER_THREAD")) { for (int i = 0; i < threads; i++) printf(" %llu", (unsigned long long)workers[i].acquisitions); printf("\n"); }
 	if (violations || s.counter != total * (uint64_t)cs_len) {
 		fprintf(stderr, "contend: mutual exclusion violated\n");
 		return 1;

@@ -196,47 +196,120 @@ static void give_way(const struct ts_config *cfg, ts_word_t *lock, uint16_t tick
 		sched_yield();
 }
 
-void ts_lock_slow(ts_word_t *lock, uint16_t ticket, const void *caller)
+struct waiter {
+	const struct ts_config *cfg;
+	ts_word_t *lock;
+	struct ts_delay_entry *entry; /* TS_DELAY_AUTO only, else NULL */
+	uint32_t delay;
+};
+
+/*
+ * Waits in line until @ticket is served and returns true, with the word read
+ * at that moment in @served.  Returns false when, the line being longer than
+ * TICKET_QUEUE and we at its end, we withdrew our ticket instead.
+ */
+static bool wait_in_line(struct waiter *w, uint16_t ticket, uint32_t *served)
 {
-	const struct ts_config *cfg = ts_config();
-	uint32_t hash = 0;
-	struct ts_delay_entry *entry = NULL;
-	uint32_t delay = 0;
-	uint16_t seen_serving = TS_RESERVED_BIT; /* no real "serving" equals this */
-	uint64_t stalled = 0;                    /* pauses since "serving" last moved */
+	const struct ts_config *cfg = w->cfg;
+	uint16_t seen_serving = 1;  /* no real "serving" equals this: its flag bit is set */
+	uint64_t stalled = 0;       /* pauses since "serving" last moved */
 	uint32_t word;
 
-	if (cfg->delay_mode == TS_DELAY_AUTO) {
-		hash = ts_lock_hash(lock);
-		entry = delay_entry(cfg, hash);
-		delay = entry_delay(cfg, entry, hash);
-	}
-
 	/* ACQUIRE pairs with the RELEASE store in ts_unlock() that serves us. */
-	word = __atomic_load_n(lock, __ATOMIC_ACQUIRE);
+	word = __atomic_load_n(w->lock, __ATOMIC_ACQUIRE);
 	while (ts_serving(word) != ticket) {
 		uint16_t ahead = ts_tickets_between(ts_serving(word), ticket);
-		uint64_t pauses = backoff_pauses(cfg, delay, ahead);
+		uint64_t pauses;
 
+		if (cfg->queue_max != 0 && ahead >= cfg->queue_max &&
+		    ts_next(word) == (uint16_t)(ticket + TS_TICKET_STEP)) {
+			/*
+			 * More tickets in line than CPUs to run their holders: some
+			 * holder ahead is not running, and a thread queued behind it
+			 * would burn its time slice.  Withdrawing the last ticket is
+			 * safe (no one holds a later one).  ACQUIRE on failure, since
+			 * the word it reloads may be the one that serves us (pairs with
+			 * the RELEASE store in ts_unlock()).
+			 */
+			if (__atomic_compare_exchange_n(w->lock, &word, word - TS_NEXT_STEP, false,
+			                                __ATOMIC_ACQUIRE, __ATOMIC_ACQUIRE))
+				return false;
+			continue;
+		}
 		if (ts_serving(word) != seen_serving) {
 			seen_serving = ts_serving(word);
 			stalled = 0;
 		} else if (cfg->wait != TS_WAIT_SPIN && stalled >= cfg->spin_budget) {
-			give_way(cfg, lock, ticket, ahead);
+			give_way(cfg, w->lock, ticket, ahead);
 			stalled = 0;
-			word = __atomic_load_n(lock, __ATOMIC_ACQUIRE); /* pairs as above */
+			word = __atomic_load_n(w->lock, __ATOMIC_ACQUIRE); /* pairs as above */
 			continue;
 		}
+		pauses = backoff_pauses(cfg, w->delay, ahead);
 		pause_for(pauses);
 		stalled += pauses;
-		word = __atomic_load_n(lock, __ATOMIC_ACQUIRE); /* pairs as above */
-		if (entry != NULL && ahead >= 2)
-			delay = delay_after_poll(cfg, delay, ts_serving(word) == ticket);
+		word = __atomic_load_n(w->lock, __ATOMIC_ACQUIRE); /* pairs as above */
+		if (w->entry != NULL && ahead >= 2)
+			w->delay = delay_after_poll(cfg, w->delay, ts_serving(word) == ticket);
+	}
+	*served = word;
+	return true;
+}
+
+/* Holding no ticket, waits until the line is shorter than TICKET_QUEUE. */
+static void wait_outside(struct waiter *w)
+{
+	const struct ts_config *cfg = w->cfg;
+	uint64_t spun = 0;
+
+	for (;;) {
+		uint32_t word = __atomic_load_n(w->lock, __ATOMIC_RELAXED);
+		uint16_t in_line = ts_tickets_between(ts_serving(word), ts_next(word));
+		uint64_t pauses;
+
+		if (in_line < cfg->queue_max)
+			return;
+		if (cfg->wait != TS_WAIT_SPIN && spun >= cfg->spin_budget) {
+			sched_yield();
+			spun = 0;
+			continue;
+		}
+		pauses = backoff_pauses(cfg, w->delay, in_line);
+		pause_for(pauses);
+		spun += pauses;
+	}
+}
+
+void ts_lock_slow(ts_word_t *lock, uint16_t ticket, const void *caller)
+{
+	const struct ts_config *cfg = ts_config();
+	struct waiter w = { .cfg = cfg, .lock = lock };
+	uint32_t hash = 0;
+	uint32_t word;
+
+	(void)caller;
+	if (cfg->delay_mode == TS_DELAY_AUTO) {
+		hash = ts_lock_hash(lock);
+		w.entry = delay_entry(cfg, hash);
+		w.delay = entry_delay(cfg, w.entry, hash);
 	}
 
-	if (entry != NULL) {
-		entry->tag = hash;
-		entry->delay = delay;
+	while (!wait_in_line(&w, ticket, &word)) {
+		uint32_t old;
+
+		wait_outside(&w);
+		/* ACQUIRE pairs with the RELEASE store in ts_unlock(), as in ts_lock(). */
+		old = __atomic_fetch_add(lock, TS_NEXT_STEP, __ATOMIC_ACQUIRE);
+		ticket = ts_next(old);
+		if (ts_word_is_free(old)) {
+			word = old + TS_NEXT_STEP;
+			break;
+		}
+	}
+
+	if (w.entry != NULL) {
+		w.entry->tag = hash;
+		w.entry->delay = w.delay;
 	}
 	/* Not only under "park": another process sharing the lock may park. */
 	wake_successor(lock, ticket, word);
