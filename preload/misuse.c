@@ -1,0 +1,258 @@
+/*
+ * misuse.c - reports of misused locks: once per lock, rate-limited, one line
+ * each on stderr.  See misuse.h for what is detected and what happens next.
+ *
+ * Everything here runs only after a fast path has found a misuse, so it may
+ * be slow, but it must stay safe where a spinlock is used: no allocation, no
+ * stdio, no locks of our own (the tables are updated with atomics).  dladdr()
+ * takes the dynamic loader's (recursive) lock to name the caller; a program
+ * that misuses a spinlock while another thread waits for that lock inside the
+ * loader is not a case we try to serve.
+ */
+#include "misuse.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/sysinfo.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "log.h"
+
+static uint64_t detected[TS_MISUSE_KINDS];
+
+uint64_t ts_misuse_count(enum ts_misuse_kind kind)
+{
+	return kind < TS_MISUSE_KINDS ? __atomic_load_n(&detected[kind], __ATOMIC_RELAXED) : 0;
+}
+
+/*
+ * Locks already reported, per kind: an open-addressed set of keys that are
+ * never removed.  When the probe finds no room, we report again (the rate
+ * limit still bounds the output).  A lock freed and reused at the same address
+ * is not reported again for the same kind; the message says so.
+ */
+#define SEEN_SLOTS 1024u
+#define SEEN_PROBE 16u
+static uintptr_t seen[SEEN_SLOTS];
+
+static bool first_report(const void *lock, enum ts_misuse_kind kind)
+{
+	/* User-space addresses have 47 bits: shifting by 2 loses nothing. */
+	uintptr_t key = ((uintptr_t)lock << 2 | (uintptr_t)kind) | (uintptr_t)1 << 63;
+	uint64_t h = (uint64_t)key * 0x9e3779b97f4a7c15ull;
+
+	for (unsigned i = 0; i < SEEN_PROBE; i++) {
+		uintptr_t *slot = &seen[((h >> 40) + i) % SEEN_SLOTS];
+		uintptr_t old = __atomic_load_n(slot, __ATOMIC_RELAXED);
+
+		if (old == 0 && __atomic_compare_exchange_n(slot, &old, key, false,
+		                                            __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+			return true;
+		if (old == key)
+			return false;
+	}
+	return true;
+}
+
+static uint64_t reports_started;
+static int64_t last_limited_second = -1;
+static uint64_t suppressed;
+
+static int64_t coarse_seconds(void)
+{
+	struct timespec ts;
+
+	if (clock_gettime(CLOCK_MONOTONIC_COARSE, &ts) != 0)
+		return 0;
+	return (int64_t)ts.tv_sec;
+}
+
+/*
+ * May we print a report now?  The first TS_MISUSE_BURST always; later ones at
+ * most one a second.  *@skipped receives how many were suppressed since the
+ * last printed report.
+ */
+static bool rate_allows(uint64_t *skipped)
+{
+	int64_t now, last;
+
+	*skipped = 0;
+	if (__atomic_fetch_add(&reports_started, 1, __ATOMIC_RELAXED) < TS_MISUSE_BURST)
+		return true;
+	now = coarse_seconds();
+	last = __atomic_load_n(&last_limited_second, __ATOMIC_RELAXED);
+	if (now != last && __atomic_compare_exchange_n(&last_limited_second, &last, now, false,
+	                                               __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
+		*skipped = __atomic_exchange_n(&suppressed, 0, __ATOMIC_RELAXED);
+		return true;
+	}
+	__atomic_fetch_add(&suppressed, 1, __ATOMIC_RELAXED);
+	return false;
+}
+
+/* Counts the misuse; true when it should be printed (first for this lock, rate allowing). */
+static bool should_report(const void *lock, enum ts_misuse_kind kind, uint64_t *skipped)
+{
+	__atomic_fetch_add(&detected[kind], 1, __ATOMIC_RELAXED);
+	*skipped = 0;
+	return first_report(lock, kind) && rate_allows(skipped);
+}
+
+/*
+ * "0x55d0c3a4b040 (prog+0x4040)", or "(libfoo.so:name+0x10)" when a dynamic
+ * symbol covers @address; just the address for heap and stack.  The offset is
+ * what addr2line -e takes.
+ */
+static void describe(char *buf, size_t size, const void *address)
+{
+	Dl_info info;
+	const char *file;
+
+	if (address == NULL || dladdr(address, &info) == 0 || info.dli_fbase == NULL) {
+		snprintf(buf, size, "%p", address);
+		return;
+	}
+	file = info.dli_fname != NULL ? strrchr(info.dli_fname, '/') : NULL;
+	file = file != NULL ? file + 1 : info.dli_fname;
+	if (file == NULL || file[0] == '\0')
+		file = program_invocation_short_name; /* the main program has no l_name */
+	if (info.dli_sname != NULL && info.dli_saddr != NULL)
+		snprintf(buf, size, "%p (%s+%#lx, %s+%#lx)", address, file,
+		         (unsigned long)((const char *)address - (const char *)info.dli_fbase),
+		         info.dli_sname,
+		         (unsigned long)((const char *)address - (const char *)info.dli_saddr));
+	else
+		snprintf(buf, size, "%p (%s+%#lx)", address, file,
+		         (unsigned long)((const char *)address - (const char *)info.dli_fbase));
+}
+
+static void suppressed_note(char *buf, size_t size, uint64_t skipped)
+{
+	if (skipped == 0)
+		buf[0] = '\0';
+	else
+		snprintf(buf, size, " [%llu earlier report%s suppressed by the rate limit]",
+		         (unsigned long long)skipped, skipped == 1 ? "" : "s");
+}
+
+/* Tickets as counted by people: halves advance by two. */
+static unsigned ticket_no(uint16_t half)
+{
+	return half / TS_TICKET_STEP;
+}
+
+void ts_misuse_unlock_unheld(const void *lock, uint32_t word, const void *caller)
+{
+	char where[160], from[160], note[64];
+	uint64_t skipped;
+
+	if (!should_report(lock, TS_MISUSE_UNLOCK_UNHELD, &skipped))
+		return;
+	describe(where, sizeof(where), lock);
+	describe(from, sizeof(from), caller);
+	suppressed_note(note, sizeof(note), skipped);
+	ts_log("misuse: pthread_spin_unlock(%s) called from %s: the lock is not held "
+	       "(word %#010x); returned EPERM, lock left unchanged "
+	       "(reported once per lock)%s",
+	       where, from, word, note);
+}
+
+void ts_misuse_destroy_held(const void *lock, uint32_t word, const void *caller)
+{
+	char where[160], from[160], note[64];
+	uint64_t skipped;
+	unsigned waiting = ts_tickets_between(ts_serving(word), ts_next(word)) - 1u;
+
+	if (!should_report(lock, TS_MISUSE_DESTROY_HELD, &skipped))
+		return;
+	describe(where, sizeof(where), lock);
+	describe(from, sizeof(from), caller);
+	suppressed_note(note, sizeof(note), skipped);
+	ts_log("misuse: pthread_spin_destroy(%s) called from %s: the lock is held "
+	       "(word %#010x, %u thread%s waiting); returned 0 as glibc does, lock left "
+	       "unchanged (reported once per lock)%s",
+	       where, from, word, waiting, waiting == 1 ? "" : "s", note);
+}
+
+/*
+ * Threads on the whole system (every process, every namespace): the 4th field
+ * of /proc/loadavg, "running/total".  sysinfo(2) has it too, but in 16 bits.
+ * Cached for a second; 0 when unknown.
+ */
+static uint64_t threads_cache; /* count << 32 | second the count was read (low 32 bits) */
+
+static uint32_t system_threads(void)
+{
+	uint64_t cached = __atomic_load_n(&threads_cache, __ATOMIC_RELAXED);
+	uint32_t now = (uint32_t)coarse_seconds();
+	uint32_t count = 0;
+	char buf[128];
+	ssize_t n;
+	int fd;
+
+	if (cached != 0 && (uint32_t)cached == now)
+		return (uint32_t)(cached >> 32);
+	fd = open("/proc/loadavg", O_RDONLY | O_CLOEXEC);
+	if (fd >= 0) {
+		n = read(fd, buf, sizeof(buf) - 1);
+		close(fd);
+		if (n > 0) {
+			char *slash;
+
+			buf[n] = '\0';
+			slash = strchr(buf, '/');
+			if (slash != NULL)
+				count = (uint32_t)strtoul(slash + 1, NULL, 10);
+		}
+	}
+	if (count == 0) {
+		struct sysinfo si;
+
+		/* 16 bits: only trust it when it cannot have wrapped. */
+		if (sysinfo(&si) == 0 && si.procs < 0x8000u)
+			count = si.procs;
+	}
+	if (count != 0)
+		__atomic_store_n(&threads_cache, (uint64_t)count << 32 | now, __ATOMIC_RELAXED);
+	return count;
+}
+
+bool ts_misuse_suspect_word(const void *lock, uint32_t word, uint16_t ticket,
+                            const void *caller)
+{
+	char where[160], from[160], note[64];
+	unsigned ahead = ts_tickets_between(ts_serving(word), ticket);
+	uint32_t threads;
+	uint64_t skipped;
+
+	/*
+	 * Every ticket ahead of ours but the holder's belongs to a thread waiting
+	 * for this lock, and we are a thread too: ahead <= threads on the system.
+	 * (A ticket orphaned by a cancelled or killed waiter breaks this, and then
+	 * the lock is broken anyway.)  Unknown thread count: nothing is suspect.
+	 */
+	if (ahead <= TS_MISUSE_AHEAD_CHEAP)
+		return false;
+	threads = system_threads();
+	if (threads == 0 || ahead <= threads)
+		return false;
+	if (!should_report(lock, TS_MISUSE_SUSPECT_WORD, &skipped))
+		return true;
+	describe(where, sizeof(where), lock);
+	describe(from, sizeof(from), caller);
+	suppressed_note(note, sizeof(note), skipped);
+	ts_log("misuse: pthread_spin_lock(%s) called from %s: word %#010x is not a valid ticket "
+	       "lock: %u tickets ahead of ours (serving %u, ours %u) but only %u threads on the "
+	       "system; not initialised with pthread_spin_init, overwritten, or written by "
+	       "another lock implementation?  Waiting in line anyway, possibly forever "
+	       "(reported once per lock)%s",
+	       where, from, word, ahead, ticket_no(ts_serving(word)), ticket_no(ticket),
+	       threads, note);
+	return true;
+}

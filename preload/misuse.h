@@ -1,0 +1,79 @@
+/*
+ * misuse.h - reporting programs that misuse a lock, and surviving it.
+ *
+ * A ticket lock is less forgiving than glibc's test-and-set lock: an unlock
+ * too many would move "serving" past "next" and make every later lock() wait
+ * forever, and a word that was never a ticket lock may stand for thousands of
+ * tickets that no thread holds.  This library is preloaded into programs their
+ * users did not write, so it detects what four bytes allow and says so, one
+ * line on stderr (ts_log) per report, and keeps the program running:
+ *
+ *  - unlock of a lock no one holds: the word is left unchanged, unlock returns
+ *    EPERM (ts_unlock() already refuses; spin_api.c reports);
+ *  - destroy of a held lock: reported; destroy returns 0, as glibc's does
+ *    (see spin_api.c for why not EBUSY);
+ *  - a word that cannot be a valid ticket lock: more tickets ahead of ours than
+ *    there are threads on the whole system (every ticket ahead but the
+ *    holder's belongs to a live, waiting thread).  Reported from the slow path;
+ *    the thread then keeps waiting in line, as for any other lock.
+ *
+ * Reports are made once per lock and kind (a small table of reported locks),
+ * and at most TS_MISUSE_BURST in all before being limited to one a second;
+ * the next line then says how many were suppressed.  Nothing here is on a
+ * fast path: these functions run only after a fast path found the misuse.
+ */
+#ifndef TICKETSPIN_MISUSE_H
+#define TICKETSPIN_MISUSE_H
+
+#include <stdint.h>
+
+#include "ticket_lock.h"
+
+enum ts_misuse_kind {
+	TS_MISUSE_UNLOCK_UNHELD, /* pthread_spin_unlock() of a lock no one holds */
+	TS_MISUSE_DESTROY_HELD,  /* pthread_spin_destroy() of a held lock */
+	TS_MISUSE_SUSPECT_WORD,  /* more tickets ahead than threads on the system */
+	TS_MISUSE_KINDS
+};
+
+/* Reports beyond this many (all kinds together) are limited to one a second. */
+#define TS_MISUSE_BURST 16
+
+/*
+ * Tickets ahead of ours at or below which a word is never questioned.  Above
+ * it, ts_misuse_suspect_word() compares with the number of threads on the
+ * system (one sysinfo(2) call).  A line this long on one lock is itself rare.
+ */
+#define TS_MISUSE_AHEAD_CHEAP 64u
+
+/* @word: the lock word as the unlock found it (free). */
+void ts_misuse_unlock_unheld(const void *lock, uint32_t word, const void *caller);
+
+/* @word: the lock word as destroy found it (held). */
+void ts_misuse_destroy_held(const void *lock, uint32_t word, const void *caller);
+
+/*
+ * @word: the lock word read after drawing @ticket.  Reports (once per lock)
+ * when the tickets ahead of @ticket outnumber the threads on the system;
+ * returns true if the word was judged impossible, whether reported or not.
+ */
+bool ts_misuse_suspect_word(const void *lock, uint32_t word, uint16_t ticket,
+                            const void *caller);
+
+/*
+ * The slow-path hook: cheap enough to call at every entry of ts_lock_slow().
+ * Loads the word and calls ts_misuse_suspect_word() only when more than
+ * TS_MISUSE_AHEAD_CHEAP tickets are ahead of @ticket.
+ */
+static inline void ts_misuse_check_line(ts_word_t *lock, uint16_t ticket, const void *caller)
+{
+	uint32_t word = __atomic_load_n(lock, __ATOMIC_RELAXED);
+
+	if (__builtin_expect(ts_tickets_between(ts_serving(word), ticket) > TS_MISUSE_AHEAD_CHEAP, 0))
+		(void)ts_misuse_suspect_word(lock, word, ticket, caller);
+}
+
+/* Misuses detected so far, of one kind (reported or not); for tests and stats. */
+uint64_t ts_misuse_count(enum ts_misuse_kind kind);
+
+#endif
