@@ -50,6 +50,9 @@
  */
 #include "slowpath.h"
 
+#include "misuse.h"
+#include "stats.h"
+
 #include <limits.h>
 #include <linux/futex.h>
 #include <sched.h>
@@ -58,9 +61,19 @@
 #include <unistd.h>
 
 struct ts_delay_entry {
-	uint32_t tag;   /* ts_lock_hash() of the owning lock, 0 when unused */
-	uint32_t delay; /* fixed point, TS_DELAY_SHIFT fractional bits */
+	uint32_t tag;      /* ts_lock_hash() of the owning lock, 0 when unused */
+	uint32_t delay;    /* fixed point, TS_DELAY_SHIFT fractional bits */
+	uint16_t streak;   /* acquisitions since we last stepped out of line */
+	uint16_t crowded;  /* acquisitions left in which to take turns with outsiders */
 };
+
+/* Taking turns: after this many acquisitions in a row while others wait
+ * outside the line, a thread steps out and yields its CPU to one of them. */
+#ifndef TS_TURN_BATCH
+#define TS_TURN_BATCH 32
+#endif
+/* How long, in acquisitions, stepping out once makes a thread take turns. */
+#define TS_CROWDED_MEMORY 4096
 
 static __thread struct ts_delay_entry delay_table[1u << TS_HASH_BITS_MAX];
 
@@ -100,7 +113,7 @@ uint32_t ts_delay_of(const struct ts_config *cfg, const void *lock)
 void ts_delay_reset(void)
 {
 	for (size_t i = 0; i < sizeof(delay_table) / sizeof(delay_table[0]); i++)
-		delay_table[i] = (struct ts_delay_entry){ 0, 0 };
+		delay_table[i] = (struct ts_delay_entry){ 0, 0, 0, 0 };
 }
 
 static void pause_for(uint64_t pauses)
@@ -186,29 +199,59 @@ static void wake_successor(ts_word_t *lock, uint16_t ticket, uint32_t word)
 	futex(lock, FUTEX_WAKE_BITSET, INT_MAX, ticket_bit(successor));
 }
 
-/* The queue has not moved for the spin budget: give the CPU away. */
-static void give_way(const struct ts_config *cfg, ts_word_t *lock, uint16_t ticket,
+/* The queue has not moved for the spin budget: give the CPU away.  True if parked. */
+static bool give_way(const struct ts_config *cfg, ts_word_t *lock, uint16_t ticket,
                      uint16_t ahead)
 {
-	if (cfg->wait == TS_WAIT_PARK && ahead >= 2)
+	if (cfg->wait == TS_WAIT_PARK && ahead >= 2) {
 		park(lock, ticket);
-	else
-		sched_yield();
+		return true;
+	}
+	sched_yield();
+	return false;
 }
 
 struct waiter {
 	const struct ts_config *cfg;
 	ts_word_t *lock;
-	struct ts_delay_entry *entry; /* TS_DELAY_AUTO only, else NULL */
+	struct ts_delay_entry *entry; /* this thread's entry for the lock */
 	uint32_t delay;
+	bool tune;                    /* TS_DELAY_AUTO */
+	struct ts_wait_stats st;      /* for TICKET_STATS (stats.c) */
 };
 
+enum line_result {
+	SERVED,        /* our ticket is served: we own the lock */
+	STEPPED_OUT,   /* too many in line: we withdrew our ticket */
+	TOOK_TURNS,    /* we had a long run: we withdrew to let an outsider in */
+};
+
+static bool is_last_in_line(uint32_t word, uint16_t ticket)
+{
+	return ts_next(word) == (uint16_t)(ticket + TS_TICKET_STEP);
+}
+
 /*
- * Waits in line until @ticket is served and returns true, with the word read
- * at that moment in @served.  Returns false when, the line being longer than
- * TICKET_QUEUE and we at its end, we withdrew our ticket instead.
+ * Withdraws our ticket, the last one drawn when we read @word; false, with @word
+ * reloaded, when the word has changed since.
  */
-static bool wait_in_line(struct waiter *w, uint16_t ticket, uint32_t *served)
+static bool withdraw(ts_word_t *lock, uint32_t *word)
+{
+	/*
+	 * Safe: no one holds a later ticket.  ACQUIRE on failure, since the word
+	 * it reloads may be the one that serves us (pairs with the RELEASE store
+	 * in ts_unlock()).
+	 */
+	return __atomic_compare_exchange_n(lock, word, *word - TS_NEXT_STEP, false,
+	                                   __ATOMIC_ACQUIRE, __ATOMIC_ACQUIRE);
+}
+
+/*
+ * Waits in line until @ticket is served (SERVED, with the word read at that
+ * moment in @served), or withdraws the ticket: when more tickets are in line
+ * than TICKET_QUEUE allows (STEPPED_OUT), or to take turns (TOOK_TURNS).
+ */
+static enum line_result wait_in_line(struct waiter *w, uint16_t ticket, uint32_t *served)
 {
 	const struct ts_config *cfg = w->cfg;
 	uint16_t seen_serving = 1;  /* no real "serving" equals this: its flag bit is set */
@@ -221,26 +264,35 @@ static bool wait_in_line(struct waiter *w, uint16_t ticket, uint32_t *served)
 		uint16_t ahead = ts_tickets_between(ts_serving(word), ticket);
 		uint64_t pauses;
 
-		if (cfg->queue_max != 0 && ahead >= cfg->queue_max &&
-		    ts_next(word) == (uint16_t)(ticket + TS_TICKET_STEP)) {
+		if (cfg->queue_max != 0 && ahead >= cfg->queue_max && is_last_in_line(word, ticket)) {
 			/*
 			 * More tickets in line than CPUs to run their holders: some
 			 * holder ahead is not running, and a thread queued behind it
-			 * would burn its time slice.  Withdrawing the last ticket is
-			 * safe (no one holds a later one).  ACQUIRE on failure, since
-			 * the word it reloads may be the one that serves us (pairs with
-			 * the RELEASE store in ts_unlock()).
+			 * would burn its time slice.  The last in line steps out.
 			 */
-			if (__atomic_compare_exchange_n(w->lock, &word, word - TS_NEXT_STEP, false,
-			                                __ATOMIC_ACQUIRE, __ATOMIC_ACQUIRE))
-				return false;
+			if (withdraw(w->lock, &word))
+				return STEPPED_OUT;
+			continue;
+		}
+		if (w->entry->crowded > 0 && w->entry->streak >= TS_TURN_BATCH &&
+		    is_last_in_line(word, ticket)) {
+			/*
+			 * Others wait outside, and we have had our run: without this,
+			 * the threads that happen to be on a CPU keep the line to
+			 * themselves until the scheduler preempts them.
+			 */
+			if (withdraw(w->lock, &word))
+				return TOOK_TURNS;
 			continue;
 		}
 		if (ts_serving(word) != seen_serving) {
 			seen_serving = ts_serving(word);
 			stalled = 0;
 		} else if (cfg->wait != TS_WAIT_SPIN && stalled >= cfg->spin_budget) {
-			give_way(cfg, w->lock, ticket, ahead);
+			if (give_way(cfg, w->lock, ticket, ahead))
+				w->st.parks++;
+			else
+				w->st.yields++;
 			stalled = 0;
 			word = __atomic_load_n(w->lock, __ATOMIC_ACQUIRE); /* pairs as above */
 			continue;
@@ -249,11 +301,12 @@ static bool wait_in_line(struct waiter *w, uint16_t ticket, uint32_t *served)
 		pause_for(pauses);
 		stalled += pauses;
 		word = __atomic_load_n(w->lock, __ATOMIC_ACQUIRE); /* pairs as above */
-		if (w->entry != NULL && ahead >= 2)
+		w->st.polls++;
+		if (w->tune && ahead >= 2)
 			w->delay = delay_after_poll(cfg, w->delay, ts_serving(word) == ticket);
 	}
 	*served = word;
-	return true;
+	return SERVED;
 }
 
 /* Holding no ticket, waits until the line is shorter than TICKET_QUEUE. */
@@ -271,6 +324,7 @@ static void wait_outside(struct waiter *w)
 			return;
 		if (cfg->wait != TS_WAIT_SPIN && spun >= cfg->spin_budget) {
 			sched_yield();
+			w->st.yields++;
 			spun = 0;
 			continue;
 		}
@@ -283,20 +337,33 @@ static void wait_outside(struct waiter *w)
 void ts_lock_slow(ts_word_t *lock, uint16_t ticket, const void *caller)
 {
 	const struct ts_config *cfg = ts_config();
-	struct waiter w = { .cfg = cfg, .lock = lock };
-	uint32_t hash = 0;
+	uint32_t hash = ts_lock_hash(lock);
+	struct waiter w = {
+		.cfg = cfg,
+		.lock = lock,
+		.entry = delay_entry(cfg, hash),
+		.tune = cfg->delay_mode == TS_DELAY_AUTO,
+	};
+	enum line_result result;
 	uint32_t word;
 
-	(void)caller;
-	if (cfg->delay_mode == TS_DELAY_AUTO) {
-		hash = ts_lock_hash(lock);
-		w.entry = delay_entry(cfg, hash);
-		w.delay = entry_delay(cfg, w.entry, hash);
-	}
+	/* More tickets ahead than threads exist: report the word (misuse.c), then wait anyway. */
+	ts_misuse_check_line(lock, ticket, caller);
+	if (cfg->stats != NULL)
+		w.st.ahead = ts_tickets_between(ts_serving(__atomic_load_n(lock, __ATOMIC_RELAXED)),
+		                                ticket);
+	w.delay = entry_delay(cfg, w.entry, hash);
+	if (cfg->table == TS_TABLE_HASHED && w.entry->tag != hash)
+		*w.entry = (struct ts_delay_entry){ .tag = hash, .delay = w.delay };
 
-	while (!wait_in_line(&w, ticket, &word)) {
+	while ((result = wait_in_line(&w, ticket, &word)) != SERVED) {
 		uint32_t old;
 
+		w.entry->streak = 0;
+		if (result == STEPPED_OUT)
+			w.entry->crowded = TS_CROWDED_MEMORY;
+		else
+			sched_yield(); /* to an outsider on our CPU, if there is one */
 		wait_outside(&w);
 		/* ACQUIRE pairs with the RELEASE store in ts_unlock(), as in ts_lock(). */
 		old = __atomic_fetch_add(lock, TS_NEXT_STEP, __ATOMIC_ACQUIRE);
@@ -307,10 +374,15 @@ void ts_lock_slow(ts_word_t *lock, uint16_t ticket, const void *caller)
 		}
 	}
 
-	if (w.entry != NULL) {
-		w.entry->tag = hash;
+	w.entry->tag = hash;
+	if (w.tune)
 		w.entry->delay = w.delay;
-	}
+	if (w.entry->streak < UINT16_MAX)
+		w.entry->streak++;
+	if (w.entry->crowded > 0)
+		w.entry->crowded--;
 	/* Not only under "park": another process sharing the lock may park. */
 	wake_successor(lock, ticket, word);
+	if (cfg->stats != NULL)
+		ts_stats_record(lock, ticket, caller, &w.st, w.tune ? w.delay : 0);
 }
