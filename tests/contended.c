@@ -1,0 +1,123 @@
+/*
+ * contended - a known contended program for the TICKET_STATS tests.
+ *
+ *   contended THREADS N LOCKS [exit|_exit]
+ *       THREADS workers run contend_worker(): N times lock 0, and, when
+ *       LOCKS is 2, every fourth time lock 1 too (from another call site).
+ *       Main holds each lock until every worker has come to it and one
+ *       has drawn a ticket, so each lock is contended at least once.  "_exit" leaves through
+ *       _exit(0) instead of returning from main.
+ *   contended none N
+ *       one thread, N uncontended acquisitions.
+ *
+ * Prints the provider, then "lock K ADDRESS acquisitions COUNT" per lock.
+ * Linked with -rdynamic so that dladdr() can name contend_worker.
+ */
+#include <dlfcn.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+struct counted {
+	pthread_spinlock_t lock;
+	unsigned long count; /* acquisitions, counted inside */
+} __attribute__((aligned(64)));
+
+static struct counted locks[2];
+static int nlocks;
+static long rounds;
+static int arrived; /* workers about to take lock 0 for the first time */
+
+static unsigned tickets_drawn(pthread_spinlock_t *lock)
+{
+	uint32_t word = __atomic_load_n((uint32_t *)lock, __ATOMIC_ACQUIRE);
+
+	return ((word >> 17) - (word >> 1)) & 0x7fff; /* next - serving, in tickets */
+}
+
+static void __attribute__((noinline)) critical(struct counted *c)
+{
+	c->count++;
+	for (int i = 0; i < 20; i++)
+		__builtin_ia32_pause();
+}
+
+void *contend_worker(void *arg)
+{
+	(void)arg;
+	__atomic_fetch_add(&arrived, 1, __ATOMIC_RELEASE);
+	for (long i = 0; i < rounds; i++) {
+		pthread_spin_lock(&locks[0].lock);
+		critical(&locks[0]);
+		pthread_spin_unlock(&locks[0].lock);
+		if (nlocks > 1 && i % 4 == 0) {
+			pthread_spin_lock(&locks[1].lock);
+			critical(&locks[1]);
+			pthread_spin_unlock(&locks[1].lock);
+		}
+	}
+	return NULL;
+}
+
+static const char *provider(void)
+{
+	Dl_info info;
+	void *address = dlsym(RTLD_DEFAULT, "pthread_spin_lock");
+
+	if (address == NULL || !dladdr(address, &info) || info.dli_fname == NULL)
+		return "(none)";
+	return info.dli_fname;
+}
+
+int main(int argc, char **argv)
+{
+	pthread_t tids[64];
+	int threads;
+
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	printf("provider %s\n", provider());
+	for (int k = 0; k < 2; k++)
+		pthread_spin_init(&locks[k].lock, PTHREAD_PROCESS_PRIVATE);
+	if (argc == 3 && strcmp(argv[1], "none") == 0) {
+		nlocks = 1;
+		rounds = atol(argv[2]);
+		contend_worker(NULL);
+	} else if (argc == 4 || argc == 5) {
+		threads = atoi(argv[1]);
+		rounds = atol(argv[2]);
+		nlocks = atoi(argv[3]);
+		if (threads < 1 || threads > 64 || rounds < 1 || nlocks < 1 || nlocks > 2)
+			return 2;
+		for (int k = 0; k < nlocks; k++)
+			pthread_spin_lock(&locks[k].lock);
+		for (int i = 0; i < threads; i++)
+			if (pthread_create(&tids[i], NULL, contend_worker, NULL) != 0)
+				return 1;
+		/*
+		 * Every worker comes to lock 0, then, in its first round, to lock 1.
+		 * Some may step out of a long line (TICKET_QUEUE) instead of
+		 * queuing: wait for one ticket behind ours, and a little more.
+		 */
+		for (int k = 0; k < nlocks; k++) {
+			while (__atomic_load_n(&arrived, __ATOMIC_ACQUIRE) < threads ||
+			       tickets_drawn(&locks[k].lock) < 2)
+				sched_yield();
+			usleep(10000);
+			pthread_spin_unlock(&locks[k].lock);
+		}
+		for (int i = 0; i < threads; i++)
+			pthread_join(tids[i], NULL);
+	} else {
+		fprintf(stderr, "usage: contended THREADS N LOCKS [exit|_exit] | contended none N\n");
+		return 2;
+	}
+	for (int k = 0; k < nlocks; k++)
+		printf("lock %d %p acquisitions %lu\n", k, (void *)&locks[k].lock, locks[k].count);
+	if (argc == 5 && strcmp(argv[4], "_exit") == 0)
+		_exit(0);
+	return 0;
+}

@@ -1,0 +1,344 @@
+/*
+ * TICKET_STATS.  First the merge, through the core linked in: synthetic
+ * contended acquisitions recorded from several threads, with ticket numbers
+ * that wrap, and the report they give.  Then a known contended program
+ * (contended.c) under the preload: the call site, the counts, no rows
+ * without contention, the file, TICKET_STATS_TOP, and _exit.
+ */
+#include <criterion/criterion.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "probe_run.h"
+#include "slowpath.h"
+#include "stats.h"
+
+/* ---- the merge, on synthetic records ------------------------------------ */
+
+struct event {
+	int thread;          /* which recording thread */
+	const void *lock;
+	uint64_t k;          /* the acquisition's number: ticket = 2k mod 65536 */
+	const void *caller;
+	uint16_t ahead;
+	uint32_t polls, delay;
+};
+
+static struct event *events;
+static size_t nevents;
+static size_t turn; /* index of the next event to record */
+
+static void *recorder(void *arg)
+{
+	int id = (int)(uintptr_t)arg;
+
+	for (;;) {
+		size_t i = __atomic_load_n(&turn, __ATOMIC_ACQUIRE);
+
+		if (i >= nevents)
+			return NULL;
+		if (events[i].thread != id) {
+			sched_yield();
+			continue;
+		}
+		struct ts_wait_stats w = { .polls = events[i].polls, .yields = 1,
+			                   .ahead = events[i].ahead };
+		ts_stats_record(events[i].lock, (uint16_t)(events[i].k * 2), events[i].caller, &w,
+		                events[i].delay);
+		__atomic_store_n(&turn, i + 1, __ATOMIC_RELEASE);
+	}
+}
+
+/* Records the events, in order, each from its thread; the threads exit. */
+static void record_all(int threads)
+{
+	pthread_t tids[8];
+
+	for (int i = 0; i < threads; i++)
+		cr_assert_eq(pthread_create(&tids[i], NULL, recorder, (void *)(uintptr_t)i), 0);
+	for (int i = 0; i < threads; i++)
+		pthread_join(tids[i], NULL);
+}
+
+static void add(int thread, const void *lock, uint64_t k, const void *caller)
+{
+	events[nevents++] = (struct event){ thread, lock, k, caller, 1, 10, 0 };
+}
+
+/* The report as ts_stats_report writes it. */
+static char *report(uint32_t top, long *nlocks)
+{
+	static char buf[65536];
+	char path[] = "/tmp/ticketspin-stats-unitXXXXXX";
+	int fd = mkstemp(path);
+
+	cr_assert(fd >= 0);
+	*nlocks = ts_stats_report(fd, "T: ", top);
+	lseek(fd, 0, SEEK_SET);
+	read_all(fd, buf, sizeof(buf));
+	close(fd);
+	unlink(path);
+	return buf;
+}
+
+/* The report's row for @lock, parsed; false when there is none. */
+struct row {
+	unsigned long long total, contended, yields, parks;
+	double ahead_avg, polls;
+	unsigned ahead_max, threads;
+	char delay[64], site[512];
+};
+
+static bool row_of(const char *text, const void *lock, struct row *row)
+{
+	char key[64];
+	const char *line;
+
+	snprintf(key, sizeof(key), "stats: %18p ", lock);
+	line = strstr(text, key);
+	if (line == NULL)
+		return false;
+	line += strlen(key);
+	cr_assert_eq(sscanf(line, "%llu %llu %lf/%u %lf %63s %llu %llu %u %511[^\n]", &row->total,
+	                    &row->contended, &row->ahead_avg, &row->ahead_max, &row->polls,
+	                    row->delay, &row->yields, &row->parks, &row->threads, row->site),
+	             10, "cannot parse: %s", line);
+	return true;
+}
+
+static int lock_a, lock_b, lock_c; /* only their addresses matter */
+
+Test(stats_merge, one_thread_across_the_ticket_wrap)
+{
+	struct event ev[200];
+	struct row row;
+	long n;
+
+	events = ev;
+	/* acquisitions 5000..95000, one in 1000 contended: the tickets wrap twice */
+	for (uint64_t k = 5000; k <= 95000; k += 1000)
+		add(0, &lock_a, k, (const char *)&getpid + 3);
+	record_all(1);
+	char *text = report(20, &n);
+	cr_assert_eq(n, 1, "%s", text);
+	cr_assert(row_of(text, &lock_a, &row), "%s", text);
+	cr_assert_eq(row.total, 90001, "%s", text);
+	cr_assert_eq(row.contended, 91);
+	cr_assert_eq(row.threads, 1);
+	cr_assert_eq(row.yields, 91);
+	cr_assert(strstr(row.site, "getpid+0x3 (") != NULL && strstr(row.site, "libc.so") != NULL
+	          && strstr(row.site, " 100%") != NULL, "site: %s", row.site);
+}
+
+Test(stats_merge, threads_that_overlap_leave_gaps_and_exit)
+{
+	static struct event ev[4000];
+	struct row row;
+	long n;
+
+	events = ev;
+	/*
+	 * Thread 0 alone from 0 to 20000; threads 1 and 2 alternate from 30000
+	 * to 90000 (a gap of 10000 unobserved acquisitions before); thread 0
+	 * again at 100000.  Every thread has exited when the report is made.
+	 */
+	for (uint64_t k = 0; k <= 20000; k += 500)
+		add(0, &lock_a, k, &lock_b);
+	for (uint64_t k = 30000; k <= 90000; k += 300)
+		add(1 + (int)(k / 300) % 2, &lock_a, k, (k / 300) % 3 == 0 ? &lock_c : &lock_b);
+	add(0, &lock_a, 100000, &lock_b);
+	record_all(3);
+	char *text = report(20, &n);
+	cr_assert_eq(n, 1, "%s", text);
+	cr_assert(row_of(text, &lock_a, &row), "%s", text);
+	cr_assert_eq(row.total, 100001, "%s", text);
+	cr_assert_eq(row.contended, 41 + 201 + 1);
+	cr_assert_eq(row.threads, 3);
+	/* the top call site: &lock_b, 176 of 243; no symbol, so object+offset */
+	cr_assert(strstr(row.site, " 72% (of several sites)") != NULL, "site: %s", row.site);
+}
+
+Test(stats_merge, sorted_by_contention_and_cut_at_top)
+{
+	static struct event ev[100];
+	long n;
+	struct row row;
+
+	events = ev;
+	for (uint64_t k = 0; k < 30; k++)
+		add((int)k % 2, &lock_b, k, NULL);
+	for (uint64_t k = 0; k < 10; k++)
+		add((int)k % 2, &lock_a, k, NULL);
+	for (uint64_t k = 0; k < 20; k++)
+		add((int)k % 2, &lock_c, k, NULL);
+	events[0].ahead = 7;
+	events[0].delay = 3 * TS_DELAY_ONE;
+	record_all(2);
+
+	char *text = report(2, &n);
+	cr_assert_eq(n, 3, "%s", text);
+	cr_assert(strstr(text, "T: stats: pid ") == text, "%s", text);
+	cr_assert(strstr(text, "3 locks contended, 60 contended acquisitions in 2 threads; "
+	                       "2 shown (TICKET_STATS_TOP=2)") != NULL, "%s", text);
+	cr_assert(row_of(text, &lock_b, &row) && row_of(text, &lock_c, &row), "%s", text);
+	cr_assert(!row_of(text, &lock_a, &row), "%s", text);
+	{
+		char kb[64], kc[64];
+
+		snprintf(kb, sizeof(kb), "%18p", (void *)&lock_b);
+		snprintf(kc, sizeof(kc), "%18p", (void *)&lock_c);
+		cr_assert(strstr(text, kb) < strstr(text, kc), "most contended first:\n%s", text);
+	}
+	cr_assert(row_of(text, &lock_b, &row));
+	cr_assert_eq(row.total, 30);
+	cr_assert_eq(row.ahead_max, 7);
+	cr_assert_float_eq(row.ahead_avg, (7.0 + 29) / 30, 0.01);
+	cr_assert_float_eq(row.polls, 10.0, 0.01);
+	/* thread 1 recorded last, with no tuned delay; the maximum is thread 0's */
+	cr_assert_str_eq(row.delay, "-/3.00");
+	cr_assert(strncmp(row.site, "(nil) 100%", 10) == 0, "site: %s", row.site);
+}
+
+Test(stats_merge, nothing_recorded)
+{
+	long n;
+	char *text = report(20, &n);
+
+	cr_assert_eq(n, 0);
+	cr_assert(strstr(text, "0 locks contended, 0 contended acquisitions in 0 threads") != NULL,
+	          "%s", text);
+	cr_assert(strstr(text, "0x") == NULL, "no rows:\n%s", text);
+}
+
+/* ---- a contended program under the preload -------------------------------- */
+
+static void run_contended(struct probe_result *r, const char *const *env,
+                          const char *const *args)
+{
+	const char *argv[8] = { CONTENDED };
+
+	for (int i = 0; args[i] != NULL; i++)
+		argv[i + 1] = args[i];
+	probe_run(r, env, argv, 60);
+	assert_probe_provider(r);
+	cr_assert_eq(r->status, 0, "status %d\n%s%s", r->status, r->out, r->err);
+}
+
+/* "lock K ADDRESS acquisitions COUNT" from the program's output */
+static void program_lock(const struct probe_result *r, int k, void **address,
+                         unsigned long *count)
+{
+	char key[16];
+	const char *line;
+
+	snprintf(key, sizeof(key), "lock %d ", k);
+	line = strstr(r->out, key);
+	cr_assert(line != NULL, "%s", r->out);
+	cr_assert_eq(sscanf(line + strlen(key), "%p acquisitions %lu", address, count), 2);
+}
+
+static void check_contended_row(const char *report_text, const struct probe_result *r, int k,
+                                unsigned long min_contended)
+{
+	void *address;
+	unsigned long count;
+	struct row row;
+
+	program_lock(r, k, &address, &count);
+	cr_assert(row_of(report_text, address, &row), "no row for lock %d (%p):\n%s", k, address,
+	          report_text);
+	/* the program counts its workers' acquisitions; main took each lock once more */
+	cr_assert(row.contended >= min_contended && row.contended <= row.total &&
+	          row.total <= count + 1, "lock %d: contended %llu total %llu of %lu:\n%s", k,
+	          row.contended, row.total, count + 1, report_text);
+	cr_assert(row.ahead_max >= 1 && row.threads >= 1, "%s", report_text);
+	cr_assert(strncmp(row.site, "contend_worker+0x", 17) == 0 &&
+	          strstr(row.site, "/contended) ") != NULL, "lock %d: site %s", k, row.site);
+}
+
+Test(stats_program, names_the_call_site_and_counts)
+{
+	struct probe_result r;
+
+	run_contended(&r, (const char *const[]){ "TICKET_STATS=1", NULL },
+	              (const char *const[]){ "4", "20000", "2", NULL });
+	cr_assert(strstr(r.out, "stats:") == NULL, "nothing on stdout:\n%s", r.out);
+	cr_assert(strstr(r.err, "ticketspin: stats: pid ") != NULL, "%s", r.err);
+	cr_assert(strstr(r.err, "2 locks contended") != NULL, "%s", r.err);
+	check_contended_row(r.err, &r, 0, 1);
+	check_contended_row(r.err, &r, 1, 1);
+}
+
+Test(stats_program, no_contention_no_rows)
+{
+	struct probe_result r;
+
+	run_contended(&r, (const char *const[]){ "TICKET_STATS=1", NULL },
+	              (const char *const[]){ "none", "100000", NULL });
+	cr_assert(strstr(r.err, "ticketspin: stats: pid ") != NULL, "%s", r.err);
+	cr_assert(strstr(r.err, ": 0 locks contended, 0 contended acquisitions") != NULL, "%s",
+	          r.err);
+	cr_assert(strstr(r.err, "0x") == NULL, "no rows:\n%s", r.err);
+}
+
+Test(stats_program, off_by_default)
+{
+	struct probe_result r;
+
+	run_contended(&r, (const char *const[]){ "TICKET_STATS=", NULL },
+	              (const char *const[]){ "4", "2000", "1", NULL });
+	cr_assert(strstr(r.err, "stats:") == NULL, "%s", r.err);
+}
+
+Test(stats_program, writes_the_file_and_cuts_at_top)
+{
+	struct probe_result r;
+	char dir[] = "/tmp/ticketspin-stats-XXXXXX";
+	char env[128], path[128], text[16384];
+	int fd;
+
+	cr_assert(mkdtemp(dir) != NULL);
+	snprintf(env, sizeof(env), "TICKET_STATS=%s/report.%%p", dir);
+	run_contended(&r, (const char *const[]){ env, "TICKET_STATS_TOP=1", NULL },
+	              (const char *const[]){ "4", "20000", "2", NULL });
+	cr_assert(strstr(r.err, "stats:") == NULL, "not on stderr:\n%s", r.err);
+	cr_assert(strstr(r.out, "stats:") == NULL, "not on stdout:\n%s", r.out);
+
+	/* "%p" is the pid: find the one file */
+	char cmd[256];
+	snprintf(cmd, sizeof(cmd), "ls %s/report.[0-9]*", dir);
+	FILE *ls = popen(cmd, "r");
+	cr_assert(ls != NULL && fgets(path, sizeof(path), ls) != NULL, "no report file in %s", dir);
+	pclose(ls);
+	path[strcspn(path, "\n")] = '\0';
+	fd = open(path, O_RDONLY);
+	cr_assert(fd >= 0, "%s", path);
+	read_all(fd, text, sizeof(text));
+	close(fd);
+	unlink(path);
+	rmdir(dir);
+
+	cr_assert(strncmp(text, "stats: pid ", 11) == 0, "no prefix in a file:\n%s", text);
+	cr_assert(strstr(text, "2 locks contended") != NULL && strstr(text, "1 shown") != NULL,
+	          "%s", text);
+	check_contended_row(text, &r, 0, 1);
+	{
+		void *address;
+		unsigned long count;
+		struct row row;
+
+		program_lock(&r, 1, &address, &count);
+		cr_assert(!row_of(text, address, &row), "TICKET_STATS_TOP=1:\n%s", text);
+	}
+}
+
+Test(stats_program, lost_on__exit)
+{
+	struct probe_result r;
+
+	run_contended(&r, (const char *const[]){ "TICKET_STATS=1", NULL },
+	              (const char *const[]){ "4", "2000", "1", "_exit", NULL });
+	cr_assert(strstr(r.err, "stats:") == NULL, "_exit skips the report:\n%s", r.err);
+}
