@@ -158,7 +158,7 @@ void ts_misuse_unlock_unheld(const void *lock, uint32_t word, const void *caller
 	describe(from, sizeof(from), caller);
 	suppressed_note(note, sizeof(note), skipped);
 	ts_log("misuse: pthread_spin_unlock(%s) called from %s: the lock is not held "
-	       "(word %#010x); returned EPERM, lock left unchanged "
+	       "(word 0x%08x); returned EPERM, lock left unchanged "
 	       "(reported once per lock)%s",
 	       where, from, word, note);
 }
@@ -175,7 +175,7 @@ void ts_misuse_destroy_held(const void *lock, uint32_t word, const void *caller)
 	describe(from, sizeof(from), caller);
 	suppressed_note(note, sizeof(note), skipped);
 	ts_log("misuse: pthread_spin_destroy(%s) called from %s: the lock is held "
-	       "(word %#010x, %u thread%s waiting); returned 0 as glibc does, lock left "
+	       "(word 0x%08x, %u thread%s waiting); returned 0 as glibc does, lock left "
 	       "unchanged (reported once per lock)%s",
 	       where, from, word, waiting, waiting == 1 ? "" : "s", note);
 }
@@ -247,7 +247,7 @@ bool ts_misuse_suspect_word(const void *lock, uint32_t word, uint16_t ticket,
 	describe(where, sizeof(where), lock);
 	describe(from, sizeof(from), caller);
 	suppressed_note(note, sizeof(note), skipped);
-	ts_log("misuse: pthread_spin_lock(%s) called from %s: word %#010x is not a valid ticket "
+	ts_log("misuse: pthread_spin_lock(%s) called from %s: word 0x%08x is not a valid ticket "
 	       "lock: %u tickets ahead of ours (serving %u, ours %u) but only %u threads on the "
 	       "system; not initialised with pthread_spin_init, overwritten, or written by "
 	       "another lock implementation?  Waiting in line anyway, possibly forever "
