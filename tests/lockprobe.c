@@ -3,8 +3,11 @@
  * choose the TICKET_* environment the library reads at start-up.
  *
  *   lockprobe provider                 print who provides each function
- *   lockprobe hammer THREADS LOCKS N   mutual exclusion, lock and trylock mixed
- *   lockprobe fifo WAITERS             grant order of waiters queued in order
+ *   lockprobe hammer THREADS LOCKS N [HOLD_NS]
+ *                                      mutual exclusion, lock and trylock mixed;
+ *                                      HOLD_NS: time spent inside each time
+ *   lockprobe fifo WAITERS [ROUNDS [LINGER_US]]
+ *                                      grant order of waiters queued in order
  *   lockprobe wrap THREADS N           N acquisitions starting near the wrap
  *
  * Exit status: 0 invariants held, 1 an invariant failed, 2 usage.
@@ -19,6 +22,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 static const char *provider(const char *name)
@@ -40,13 +44,25 @@ struct guarded {
 static struct guarded *locks;
 static int nlocks;
 static long per_thread;
+static long hold_ns;
 static atomic_long violations;
+/* Workers wait here so that they start together, not one time slice apart. */
+static pthread_barrier_t start_line;
 
 static void critical(struct guarded *g)
 {
 	if (__atomic_add_fetch(&g->inside, 1, __ATOMIC_RELAXED) != 1)
 		atomic_fetch_add(&violations, 1);
 	g->count++;
+	if (hold_ns > 0) {
+		struct timespec start, now;
+
+		clock_gettime(CLOCK_MONOTONIC, &start);
+		do
+			clock_gettime(CLOCK_MONOTONIC, &now);
+		while ((now.tv_sec - start.tv_sec) * 1000000000L + (now.tv_nsec - start.tv_nsec) <
+		       hold_ns);
+	}
 	if (__atomic_sub_fetch(&g->inside, 1, __ATOMIC_RELAXED) != 0)
 		atomic_fetch_add(&violations, 1);
 }
@@ -55,6 +71,7 @@ static void *hammer_thread(void *arg)
 {
 	unsigned seed = (unsigned)(uintptr_t)arg * 2654435761u + 1;
 
+	pthread_barrier_wait(&start_line);
 	for (long i = 0; i < per_thread; i++) {
 		struct guarded *g = &locks[rand_r(&seed) % nlocks];
 
@@ -82,6 +99,7 @@ static int run_threads(int threads, void *(*body)(void *))
 {
 	pthread_t *tids = calloc((size_t)threads, sizeof(*tids));
 
+	pthread_barrier_init(&start_line, NULL, (unsigned)threads);
 	for (int i = 0; i < threads; i++)
 		if (pthread_create(&tids[i], NULL, body, (void *)(uintptr_t)i) != 0)
 			return -1;
@@ -141,30 +159,41 @@ static void *fifo_thread(void *arg)
 	return NULL;
 }
 
-static int fifo(int waiters)
+/*
+ * Each round: the main thread holds the lock while waiters draw tickets one
+ * after another, then lingers (so that waiters may park) and unlocks.  The
+ * grant order must be the drawing order.
+ */
+static int fifo(int waiters, int rounds, long linger_us)
 {
 	pthread_t tids[64];
 	int ok = 1;
 
-	if (waiters < 1 || waiters > 64)
+	if (waiters < 1 || waiters > 64 || rounds < 1)
 		return 2;
-	pthread_spin_init(&fifo_lock, PTHREAD_PROCESS_PRIVATE);
-	pthread_spin_lock(&fifo_lock);
-	for (int i = 0; i < waiters; i++) {
-		pthread_create(&tids[i], NULL, fifo_thread, (void *)(uintptr_t)i);
-		while (tickets_drawn() < (unsigned)i + 2)
-			sched_yield();
+	for (int round = 0; round < rounds && ok; round++) {
+		granted = 0;
+		pthread_spin_init(&fifo_lock, PTHREAD_PROCESS_PRIVATE);
+		pthread_spin_lock(&fifo_lock);
+		for (int i = 0; i < waiters; i++) {
+			pthread_create(&tids[i], NULL, fifo_thread, (void *)(uintptr_t)i);
+			while (tickets_drawn() < (unsigned)i + 2)
+				sched_yield();
+		}
+		if (linger_us > 0)
+			usleep((useconds_t)linger_us);
+		pthread_spin_unlock(&fifo_lock);
+		for (int i = 0; i < waiters; i++)
+			pthread_join(tids[i], NULL);
+		printf("order");
+		for (int i = 0; i < waiters; i++) {
+			printf(" %d", grant_order[i]);
+			ok &= grant_order[i] == i;
+		}
+		printf("\n");
+		ok &= granted == waiters;
 	}
-	pthread_spin_unlock(&fifo_lock);
-	for (int i = 0; i < waiters; i++)
-		pthread_join(tids[i], NULL);
-	printf("order");
-	for (int i = 0; i < waiters; i++) {
-		printf(" %d", grant_order[i]);
-		ok &= grant_order[i] == i;
-	}
-	printf("\n");
-	return ok && granted == waiters ? 0 : 1;
+	return ok ? 0 : 1;
 }
 
 /* wrap: start a few tickets before the 15-bit ticket counter wraps. */
@@ -193,10 +222,12 @@ int main(int argc, char **argv)
 		       provider("pthread_spin_trylock"), provider("pthread_spin_unlock"));
 		return 0;
 	}
-	if (strcmp(argv[1], "hammer") == 0 && argc == 5)
+	if (strcmp(argv[1], "hammer") == 0 && (argc == 5 || argc == 6)) {
+		hold_ns = argc == 6 ? atol(argv[5]) : 0;
 		return hammer(atoi(argv[2]), atoi(argv[3]), atol(argv[4]));
-	if (strcmp(argv[1], "fifo") == 0 && argc == 3)
-		return fifo(atoi(argv[2]));
+	}
+	if (strcmp(argv[1], "fifo") == 0 && argc >= 3 && argc <= 5)
+		return fifo(atoi(argv[2]), argc > 3 ? atoi(argv[3]) : 1, argc > 4 ? atol(argv[4]) : 0);
 	if (strcmp(argv[1], "wrap") == 0 && argc == 4)
 		return wrap(atoi(argv[2]), atol(argv[3]));
 	fprintf(stderr, "lockprobe: bad arguments\n");

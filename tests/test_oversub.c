@@ -1,0 +1,99 @@
+/*
+ * More threads than CPUs: the waiting policies keep the lock live and
+ * mutually exclusive, and parked waiters are always woken.
+ *
+ * The bounds are generous (minutes for work that takes about a second), so a
+ * slow machine does not make them flaky; what they catch is a hang: a waiter
+ * left asleep while the lock is free, or a line that stops moving.
+ */
+#include "probe_run.h"
+
+static void hammer_locks(const char *const *env, const char *threads, const char *nlocks,
+                         const char *iterations, const char *hold_ns, struct probe_result *r)
+{
+	probe_run(r, env, (const char *const[]){ LOCKPROBE, "hammer", threads, nlocks, iterations,
+	                                         hold_ns, NULL }, 180);
+	assert_probe_provider(r);
+	cr_assert_eq(r->status, 0, "%s threads: status %d (137: killed at the time limit)\n%s%s",
+	             threads, r->status, r->out, r->err);
+}
+
+static void hammer(const char *const *env, const char *threads, const char *iterations,
+                   const char *hold_ns, struct probe_result *r)
+{
+	hammer_locks(env, threads, "2", iterations, hold_ns, r);
+}
+
+Test(oversub, default_policy_16_threads)
+{
+	struct probe_result r;
+
+	hammer((const char *const[]){ "TICKET_WAIT=", NULL }, "16", "20000", "0", &r);
+}
+
+Test(oversub, yield_16_threads)
+{
+	struct probe_result r;
+
+	hammer((const char *const[]){ "TICKET_WAIT=yield", NULL }, "16", "20000", "0", &r);
+}
+
+Test(oversub, park_unbounded_line_16_threads)
+{
+	struct probe_result r;
+
+	hammer((const char *const[]){ "TICKET_WAIT=park", "TICKET_QUEUE=0", NULL }, "16", "5000",
+	       "0", &r);
+}
+
+Test(oversub, plain_reference_still_finishes)
+{
+	struct probe_result r;
+
+	hammer((const char *const[]){ "TICKET_DELAY=off", "TICKET_WAIT=spin", "TICKET_QUEUE=0",
+	                              NULL }, "4", "300", "0", &r);
+}
+
+/* Parked waiters count, from the TICKET_STATS report (column "parks"). */
+static long parks_reported(const char *err)
+{
+	const char *header = strstr(err, " parks ");
+	const char *row;
+	long columns = 0, parks = -1;
+
+	cr_assert_not_null(header, "no stats report:\n%s", err);
+	/* The data row follows the header line; "parks" is its 9th field after the prefix. */
+	row = strchr(header, '\n');
+	cr_assert_not_null(row);
+	row = strstr(row, "0x");
+	cr_assert_not_null(row, "no lock row in the report:\n%s", err);
+	char copy[512];
+	snprintf(copy, sizeof(copy), "%s", row);
+	for (char *field = strtok(copy, " \t"); field != NULL; field = strtok(NULL, " \t")) {
+		if (++columns == 9) {
+			parks = strtol(field, NULL, 10);
+			break;
+		}
+	}
+	return parks;
+}
+
+/*
+ * Waiters park after one pause without progress, with the line unbounded so
+ * that they park holding tickets: each round, six waiters queue behind the
+ * holder, which lingers 2 ms so they fall asleep, then unlocks; every one of
+ * them must be woken in turn.  A lost wake-up hangs the run.
+ */
+Test(oversub, no_parked_waiter_left_asleep)
+{
+	struct probe_result r;
+
+	probe_run(&r, (const char *const[]){ "TICKET_WAIT=park", "TICKET_SPIN=1", "TICKET_QUEUE=0",
+	                                     "TICKET_STATS=1", NULL },
+	          (const char *const[]){ LOCKPROBE, "fifo", "6", "40", "2000", NULL }, 180);
+	assert_probe_provider(&r);
+	cr_assert_eq(r.status, 0, "status %d (137: killed at the time limit)\n%s%s", r.status,
+	             r.out, r.err);
+	cr_assert_geq(parks_reported(r.err), 40,
+	              "too few parks for the test to mean anything:\n%s", r.err);
+}
