@@ -149,7 +149,7 @@ static unsigned ticket_no(uint16_t half)
 
 void ts_misuse_unlock_unheld(const void *lock, uint32_t word, const void *caller)
 {
-	char where[160], from[160], note[64];
+	char where[160], from[160], note[96];
 	uint64_t skipped;
 
 	if (!should_report(lock, TS_MISUSE_UNLOCK_UNHELD, &skipped))
@@ -165,7 +165,7 @@ void ts_misuse_unlock_unheld(const void *lock, uint32_t word, const void *caller
 
 void ts_misuse_destroy_held(const void *lock, uint32_t word, const void *caller)
 {
-	char where[160], from[160], note[64];
+	char where[160], from[160], note[96];
 	uint64_t skipped;
 	unsigned waiting = ts_tickets_between(ts_serving(word), ts_next(word)) - 1u;
 
@@ -226,7 +226,7 @@ static uint32_t system_threads(void)
 bool ts_misuse_suspect_word(const void *lock, uint32_t word, uint16_t ticket,
                             const void *caller)
 {
-	char where[160], from[160], note[64];
+	char where[160], from[160], note[96];
 	unsigned ahead = ts_tickets_between(ts_serving(word), ticket);
 	uint32_t threads;
 	uint64_t skipped;

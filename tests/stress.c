@@ -408,9 +408,10 @@ static int park_check(void)
 	size_t used = 0;
 
 	s_init(&sh->locks[0].lock, PTHREAD_PROCESS_SHARED);
-	if (s_lock(&sh->locks[0].lock) != 0)
-		return 1;
+	/* fork first: the children wait for "go"; a child does not inherit our hold */
 	if (run_all(park_waiter) != 0)
+		return 1;
+	if (s_lock(&sh->locks[0].lock) != 0)
 		return 1;
 	__atomic_store_n(&sh->go, 1, __ATOMIC_RELEASE);
 	start = now_seconds();
