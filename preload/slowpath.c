@@ -65,12 +65,27 @@ struct ts_delay_entry {
 	uint32_t delay;    /* fixed point, TS_DELAY_SHIFT fractional bits */
 	uint16_t streak;   /* acquisitions since we last stepped out of line */
 	uint16_t crowded;  /* acquisitions left in which to take turns with outsiders */
+	uint16_t lent_turn; /* "serving" | 1 of the turn we last borrowed, 0: none */
+	uint16_t reborrows; /* borrows of that same turn in a row */
 };
+
+/* A thread may borrow the same stalled turn again without waiting out the
+ * spin budget this many times in a row. */
+#define TS_REBORROW_MAX 64
 
 /* Taking turns: after this many acquisitions in a row while others wait
  * outside the line, a thread steps out and yields its CPU to one of them. */
 #ifndef TS_TURN_BATCH
 #define TS_TURN_BATCH 32
+#endif
+/*
+ * The next in line waits this many spin budgets before it yields.  A yield
+ * takes it off its CPU, and if the lock is released meanwhile, the line
+ * stalls until it is scheduled again: under load from other processes that
+ * costs milliseconds.  Spinning keeps it on the CPU, ready for the hand-over.
+ */
+#ifndef TS_NEXT_IN_LINE_PATIENCE
+#define TS_NEXT_IN_LINE_PATIENCE 64
 #endif
 /* How long, in acquisitions, stepping out once makes a thread take turns. */
 #define TS_CROWDED_MEMORY 4096
@@ -113,7 +128,7 @@ uint32_t ts_delay_of(const struct ts_config *cfg, const void *lock)
 void ts_delay_reset(void)
 {
 	for (size_t i = 0; i < sizeof(delay_table) / sizeof(delay_table[0]); i++)
-		delay_table[i] = (struct ts_delay_entry){ 0, 0, 0, 0 };
+		delay_table[i] = (struct ts_delay_entry){ 0 };
 }
 
 static void pause_for(uint64_t pauses)
@@ -172,29 +187,31 @@ static void park(ts_word_t *lock, uint16_t ticket)
 	 * SEQ_CST fetch-or: a full barrier ordered against the unlock store that
 	 * makes our predecessor owner; see "Why no lost wake-up" above.
 	 */
-	uint32_t word = __atomic_fetch_or(lock, TS_PARKED, __ATOMIC_SEQ_CST) | TS_PARKED;
+	uint32_t word = __atomic_fetch_or(lock, TS_SLOW, __ATOMIC_SEQ_CST) | TS_SLOW;
 
 	if (ts_tickets_between(ts_serving(word), ticket) >= 2)
 		futex(lock, FUTEX_WAIT_BITSET, word, ticket_bit(ticket));
 }
 
 /*
- * We own the lock, acquired in the slow path, and @word is the value our
- * acquiring load read.  Wake the waiter behind us if anyone may be parked.
+ * We own the lock, served in the slow path, and @word is the value our
+ * acquiring load (or claim) read.  Wake the waiter behind us if anyone may be
+ * parked.
  */
 static void wake_successor(ts_word_t *lock, uint16_t ticket, uint32_t word)
 {
 	uint16_t successor = (uint16_t)(ticket + TS_TICKET_STEP);
 
-	if (!(word & TS_PARKED))
+	if (!(word & TS_SLOW))
 		return;
 	/*
 	 * With at most one waiter behind us, only that waiter can be parked, and
-	 * we wake it now: the flag can go.  A failed exchange (a ticket was drawn
-	 * meanwhile) leaves the flag set, which costs a futex call later, no more.
+	 * we wake it now: the flag can go, and the lock is back in fast mode.  A
+	 * failed exchange (a ticket was drawn meanwhile) leaves it set, which
+	 * costs a futex call later, no more.
 	 */
 	if (ts_tickets_between(ticket, ts_next(word)) <= 2)
-		__atomic_compare_exchange_n(lock, &word, word & ~TS_PARKED, false,
+		__atomic_compare_exchange_n(lock, &word, word & ~TS_SLOW, false,
 		                            __ATOMIC_RELAXED, __ATOMIC_RELAXED);
 	futex(lock, FUTEX_WAKE_BITSET, INT_MAX, ticket_bit(successor));
 }
@@ -211,6 +228,32 @@ static bool give_way(const struct ts_config *cfg, ts_word_t *lock, uint16_t tick
 	return false;
 }
 
+bool ts_unlock_slow(ts_word_t *lock, uint32_t word)
+{
+	uint16_t serving = ts_serving(word);
+	uint16_t low;
+
+	if (ts_word_is_free(word))
+		return false;
+	if (word & TS_BORROWED) {
+		low = serving | TS_HANDOFF; /* give the turn back to its waiter */
+	} else if (word & TS_HANDOFF) {
+		return false; /* the served waiter has not claimed: no one holds the lock */
+	} else {
+		low = (uint16_t)(serving + TS_TICKET_STEP);
+		/* Slow mode: the waiter served must claim, so that a stalled turn can be lent. */
+		if ((word & TS_SLOW) && ts_next(word) != low)
+			low |= TS_HANDOFF;
+	}
+	/*
+	 * RELEASE pairs with the ACQUIRE polls, claims and borrows in
+	 * wait_in_line() and wait_outside(), as in ts_unlock().  No one else
+	 * writes "serving" while we hold the lock, borrowed or not.
+	 */
+	__atomic_store_n(ts_serving_half(lock), low, __ATOMIC_RELEASE);
+	return true;
+}
+
 struct waiter {
 	const struct ts_config *cfg;
 	ts_word_t *lock;
@@ -222,6 +265,7 @@ struct waiter {
 
 enum line_result {
 	SERVED,        /* our ticket is served: we own the lock */
+	BORROWED,      /* we withdrew our ticket and hold a stalled turn */
 	STEPPED_OUT,   /* too many in line: we withdrew our ticket */
 	TOOK_TURNS,    /* we had a long run: we withdrew to let an outsider in */
 };
@@ -232,63 +276,124 @@ static bool is_last_in_line(uint32_t word, uint16_t ticket)
 }
 
 /*
- * Withdraws our ticket, the last one drawn when we read @word; false, with @word
- * reloaded, when the word has changed since.
+ * Withdraws our ticket, the last one drawn when we read @word, and with it
+ * sets the flags in @set; false, with @word reloaded, when the word has
+ * changed since.
  */
-static bool withdraw(ts_word_t *lock, uint32_t *word)
+static bool withdraw(ts_word_t *lock, uint32_t *word, uint32_t set)
 {
+	uint32_t withdrawn = *word - TS_NEXT_STEP;
+
+	if (set & TS_BORROWED)
+		withdrawn &= ~TS_HANDOFF;
 	/*
-	 * Safe: no one holds a later ticket.  ACQUIRE on failure, since the word
-	 * it reloads may be the one that serves us (pairs with the RELEASE store
-	 * in ts_unlock()).
+	 * Safe: no one holds a later ticket.  ACQUIRE: the word read may be the
+	 * one that serves us, or one whose turn we borrow (pairs with the RELEASE
+	 * store of the unlock that wrote it).
 	 */
-	return __atomic_compare_exchange_n(lock, word, *word - TS_NEXT_STEP, false,
-	                                   __ATOMIC_ACQUIRE, __ATOMIC_ACQUIRE);
+	return __atomic_compare_exchange_n(lock, word, withdrawn | set, false, __ATOMIC_ACQUIRE,
+	                                   __ATOMIC_ACQUIRE);
+}
+
+/*
+ * May we borrow the turn @word shows unclaimed?  When it has been unclaimed
+ * for the spin budget (its waiter is not running), or when it is the very
+ * turn we borrowed last time and still unclaimed (a bounded number of times
+ * in a row, so a waiter that runs again gets it back quickly).
+ */
+static bool may_borrow(const struct waiter *w, uint32_t word, uint64_t stalled)
+{
+	if ((word & (TS_HANDOFF | TS_BORROWED)) != TS_HANDOFF || w->cfg->queue_max == 0)
+		return false;
+	if (stalled >= w->cfg->spin_budget)
+		return true;
+	return w->entry->lent_turn == (ts_serving(word) | 1u) && w->entry->reborrows < TS_REBORROW_MAX;
+}
+
+static void note_borrow(struct waiter *w, uint32_t word)
+{
+	uint16_t turn = ts_serving(word) | 1u; /* | 1: never equal to "none" (0) */
+
+	w->entry->reborrows = w->entry->lent_turn == turn ? w->entry->reborrows + 1 : 0;
+	w->entry->lent_turn = turn;
+	w->st.borrows++;
 }
 
 /*
  * Waits in line until @ticket is served (SERVED, with the word read at that
- * moment in @served), or withdraws the ticket: when more tickets are in line
- * than TICKET_QUEUE allows (STEPPED_OUT), or to take turns (TOOK_TURNS).
+ * moment in @served), or withdraws the ticket: to hold a stalled turn
+ * (BORROWED), when more tickets are in line than TICKET_QUEUE allows
+ * (STEPPED_OUT), or to take turns (TOOK_TURNS).
  */
 static enum line_result wait_in_line(struct waiter *w, uint16_t ticket, uint32_t *served)
 {
 	const struct ts_config *cfg = w->cfg;
-	uint16_t seen_serving = 1;  /* no real "serving" equals this: its flag bit is set */
-	uint64_t stalled = 0;       /* pauses since "serving" last moved */
+	uint32_t seen_low = UINT32_MAX; /* "serving" and its flags, when last seen moving */
+	uint64_t stalled = 0;           /* pauses since then */
 	uint32_t word;
 
 	/* ACQUIRE pairs with the RELEASE store in ts_unlock() that serves us. */
 	word = __atomic_load_n(w->lock, __ATOMIC_ACQUIRE);
-	while (ts_serving(word) != ticket) {
+	for (;;) {
 		uint16_t ahead = ts_tickets_between(ts_serving(word), ticket);
 		uint64_t pauses;
 
+		if (ahead == 0 && !(word & (TS_HANDOFF | TS_BORROWED)))
+			break;
+		if (ahead == 0 && (word & TS_HANDOFF)) {
+			/* Claim our turn.  ACQUIRE pairs as above. */
+			if (__atomic_compare_exchange_n(w->lock, &word, word & ~TS_HANDOFF, false,
+			                                __ATOMIC_ACQUIRE, __ATOMIC_ACQUIRE)) {
+				word &= ~TS_HANDOFF;
+				break;
+			}
+			continue;
+		}
+		/* From here on, either tickets are ahead of ours or our turn is lent out. */
 		if (cfg->queue_max != 0 && ahead >= cfg->queue_max && is_last_in_line(word, ticket)) {
 			/*
 			 * More tickets in line than CPUs to run their holders: some
 			 * holder ahead is not running, and a thread queued behind it
 			 * would burn its time slice.  The last in line steps out.
 			 */
-			if (withdraw(w->lock, &word))
+			if (withdraw(w->lock, &word, TS_SLOW))
 				return STEPPED_OUT;
 			continue;
 		}
-		if (w->entry->crowded > 0 && w->entry->streak >= TS_TURN_BATCH &&
+		if (ahead > 0 && w->entry->crowded > 0 && w->entry->streak >= TS_TURN_BATCH &&
 		    is_last_in_line(word, ticket)) {
 			/*
 			 * Others wait outside, and we have had our run: without this,
 			 * the threads that happen to be on a CPU keep the line to
 			 * themselves until the scheduler preempts them.
 			 */
-			if (withdraw(w->lock, &word))
+			if (withdraw(w->lock, &word, 0))
 				return TOOK_TURNS;
 			continue;
 		}
-		if (ts_serving(word) != seen_serving) {
-			seen_serving = ts_serving(word);
+		if ((word & 0xffffu) != seen_low) {
+			seen_low = word & 0xffffu;
 			stalled = 0;
-		} else if (cfg->wait != TS_WAIT_SPIN && stalled >= cfg->spin_budget) {
+		}
+		if (ahead > 0 && is_last_in_line(word, ticket) && may_borrow(w, word, stalled)) {
+			/*
+			 * The waiter served has not claimed its turn for a while: it is
+			 * not running.  Rather than wait for the scheduler to bring it
+			 * back, hold the lock in its place (giving up our own ticket,
+			 * which only the last in line can); our unlock hands the turn
+			 * back, so that waiter keeps its place.
+			 */
+			if (withdraw(w->lock, &word, TS_BORROWED)) {
+				note_borrow(w, word);
+				return BORROWED;
+			}
+			continue;
+		}
+		if (cfg->wait != TS_WAIT_SPIN &&
+		    stalled >= cfg->spin_budget * (ahead <= 1 ? TS_NEXT_IN_LINE_PATIENCE : 1)) {
+			/* Slow mode from now on: unlocks mark turns, so stalled ones can be lent. */
+			if (!(word & TS_SLOW))
+				__atomic_fetch_or(w->lock, TS_SLOW, __ATOMIC_RELAXED);
 			if (give_way(cfg, w->lock, ticket, ahead))
 				w->st.parks++;
 			else
@@ -309,19 +414,40 @@ static enum line_result wait_in_line(struct waiter *w, uint16_t ticket, uint32_t
 	return SERVED;
 }
 
-/* Holding no ticket, waits until the line is shorter than TICKET_QUEUE. */
-static void wait_outside(struct waiter *w)
+/*
+ * Holding no ticket, waits until the line is shorter than TICKET_QUEUE (and
+ * returns false: draw a ticket), or borrows a stalled turn (returns true: we
+ * hold the lock).
+ */
+static bool wait_outside(struct waiter *w)
 {
 	const struct ts_config *cfg = w->cfg;
-	uint64_t spun = 0;
+	uint32_t seen_low = UINT32_MAX;
+	uint64_t stalled = 0, spun = 0;
 
 	for (;;) {
-		uint32_t word = __atomic_load_n(w->lock, __ATOMIC_RELAXED);
+		/* ACQUIRE: a borrow below takes the lock from the unlock that wrote this. */
+		uint32_t word = __atomic_load_n(w->lock, __ATOMIC_ACQUIRE);
 		uint16_t in_line = ts_tickets_between(ts_serving(word), ts_next(word));
 		uint64_t pauses;
 
 		if (in_line < cfg->queue_max)
-			return;
+			return false;
+		if ((word & 0xffffu) != seen_low) {
+			seen_low = word & 0xffffu;
+			stalled = 0;
+		}
+		if (may_borrow(w, word, stalled)) {
+			uint32_t lent = (word & ~TS_HANDOFF) | TS_BORROWED;
+
+			/* ACQUIRE pairs with the RELEASE store of the unlock that wrote @word. */
+			if (__atomic_compare_exchange_n(w->lock, &word, lent, false, __ATOMIC_ACQUIRE,
+			                                __ATOMIC_RELAXED)) {
+				note_borrow(w, word);
+				return true;
+			}
+			continue;
+		}
 		if (cfg->wait != TS_WAIT_SPIN && spun >= cfg->spin_budget) {
 			sched_yield();
 			w->st.yields++;
@@ -331,6 +457,7 @@ static void wait_outside(struct waiter *w)
 		pauses = backoff_pauses(cfg, w->delay, in_line);
 		pause_for(pauses);
 		spun += pauses;
+		stalled += pauses;
 	}
 }
 
@@ -356,7 +483,7 @@ void ts_lock_slow(ts_word_t *lock, uint16_t ticket, const void *caller)
 	if (cfg->table == TS_TABLE_HASHED && w.entry->tag != hash)
 		*w.entry = (struct ts_delay_entry){ .tag = hash, .delay = w.delay };
 
-	while ((result = wait_in_line(&w, ticket, &word)) != SERVED) {
+	while ((result = wait_in_line(&w, ticket, &word)) != SERVED && result != BORROWED) {
 		uint32_t old;
 
 		w.entry->streak = 0;
@@ -364,7 +491,10 @@ void ts_lock_slow(ts_word_t *lock, uint16_t ticket, const void *caller)
 			w.entry->crowded = TS_CROWDED_MEMORY;
 		else
 			sched_yield(); /* to an outsider on our CPU, if there is one */
-		wait_outside(&w);
+		if (wait_outside(&w)) {
+			result = BORROWED;
+			break;
+		}
 		/* ACQUIRE pairs with the RELEASE store in ts_unlock(), as in ts_lock(). */
 		old = __atomic_fetch_add(lock, TS_NEXT_STEP, __ATOMIC_ACQUIRE);
 		ticket = ts_next(old);
@@ -381,8 +511,11 @@ void ts_lock_slow(ts_word_t *lock, uint16_t ticket, const void *caller)
 		w.entry->streak++;
 	if (w.entry->crowded > 0)
 		w.entry->crowded--;
-	/* Not only under "park": another process sharing the lock may park. */
-	wake_successor(lock, ticket, word);
+	if (result != BORROWED) {
+		w.entry->reborrows = 0;
+		/* Not only under "park": another process sharing the lock may park. */
+		wake_successor(lock, ticket, word);
+	}
 	if (cfg->stats != NULL)
 		ts_stats_record(lock, ticket, caller, &w.st, w.tune ? w.delay : 0);
 }

@@ -4,20 +4,30 @@
  * The lock is the caller's own 4-byte pthread_spinlock_t, used in place:
  *
  *   bits  0..15  "serving": the ticket now being served (written only by the
- *                holder's unlock, with a plain 16-bit store)
+ *                holder's unlock, with a plain 16-bit store, or by a CAS of a
+ *                waiter claiming or borrowing the turn, see below)
  *   bits 16..31  "next":    the next ticket to hand out (fetch-add by lockers)
  *
- * Tickets advance by two, so bit 0 of each half is free for a flag:
+ * Tickets advance by four, so the two low bits of each half are flags:
  *
- *   bit 16 TS_PARKED    some waiter may be asleep on the futex of this word;
- *                       it lives in the "next" half, which the unlocking
- *                       store never writes, so an unlock cannot clear it.
- *   bit  0 (reserved)   always zero in a valid lock.  glibc's unlocked value
- *                       is 1, so a word glibc initialised is recognisable.
+ *   bit  0 TS_HANDOFF  the served ticket's holder has not claimed its turn
+ *                      yet.  Set by an unlock only in slow mode (TS_SLOW) and
+ *                      when a waiter exists; the waiter then claims with a
+ *                      CAS.  In fast mode a waiter owns the lock the moment it
+ *                      is served, as in any ticket lock.
+ *   bit  1 TS_BORROWED a thread holding no ticket holds the lock during an
+ *                      unclaimed turn (the served waiter is not running); its
+ *                      unlock gives the turn back (TS_HANDOFF again), so the
+ *                      served waiter never loses its place.
+ *   bit 16 TS_SLOW     the line has stalled recently, and some waiter may be
+ *                      asleep on the futex of this word.  In the "next" half,
+ *                      which the unlocking store never writes, so an unlock
+ *                      cannot clear it.
+ *   bit 17             always zero.
  *
- * All-zero is unlocked, so a zero-filled lock works without init.  Since
- * tickets are 15 bits wide, at most 32,767 threads may wait on one lock at
- * once; one more would make the queue look empty and break mutual exclusion.
+ * All-zero is unlocked, so a zero-filled lock works without init.  Tickets are
+ * 14 bits wide: at most 16,383 threads may wait on one lock at once; one more
+ * would make the line look empty and break mutual exclusion.
  *
  * Assumptions (checked by configure and by the tests, stated here because the
  * code relies on them silently):
@@ -39,23 +49,32 @@
 typedef uint32_t __attribute__((may_alias)) ts_word_t;
 typedef uint16_t __attribute__((may_alias)) ts_half_t;
 
-#define TS_TICKET_STEP  2u                     /* one ticket, in either half */
+#define TS_TICKET_STEP  4u                     /* one ticket, in either half */
 #define TS_NEXT_STEP    (TS_TICKET_STEP << 16) /* one ticket, added to "next" */
-#define TS_TICKET_MASK  0xfffeu                /* a half without its flag bit */
-#define TS_PARKED       (1u << 16)
-#define TS_RESERVED_BIT 1u
-#define TS_MAX_WAITERS  32767u
+#define TS_TICKET_MASK  0xfffcu                /* a half without its flag bits */
+#define TS_HANDOFF      (1u << 0)
+#define TS_BORROWED     (1u << 1)
+#define TS_SLOW         (1u << 16)
+#define TS_MAX_WAITERS  16383u
 
 static inline uint16_t ts_serving(uint32_t word) { return (uint16_t)(word & TS_TICKET_MASK); }
 static inline uint16_t ts_next(uint32_t word) { return (uint16_t)((word >> 16) & TS_TICKET_MASK); }
 
-/* Tickets from @from up to (not including) @to, modulo the 15-bit ticket space. */
+/* Tickets from @from up to (not including) @to, modulo the 14-bit ticket space. */
 static inline uint16_t ts_tickets_between(uint16_t from, uint16_t to)
 {
 	return (uint16_t)((uint16_t)(to - from) & TS_TICKET_MASK) / TS_TICKET_STEP;
 }
 
-static inline bool ts_word_is_free(uint32_t word) { return ts_serving(word) == ts_next(word); }
+/*
+ * Free: no ticket outstanding, and no turn handed over or lent.  (glibc's
+ * unlocked word, 1, is not free by this test: its first locker goes through
+ * the slow path, which claims the "turn" and leaves a valid word.)
+ */
+static inline bool ts_word_is_free(uint32_t word)
+{
+	return (((word ^ (word >> 16)) & TS_TICKET_MASK) | (word & (TS_HANDOFF | TS_BORROWED))) == 0;
+}
 
 static inline ts_half_t *ts_serving_half(ts_word_t *lock)
 {
@@ -98,6 +117,9 @@ static inline bool ts_trylock(ts_word_t *lock)
 	                                   __ATOMIC_ACQUIRE, __ATOMIC_RELAXED);
 }
 
+/* Out of line (slowpath.c): unlock of a word with flags set, or not held. */
+bool ts_unlock_slow(ts_word_t *lock, uint32_t word);
+
 /*
  * Returns false, and leaves the word alone, when no one holds the lock (an
  * unlock too many would otherwise move "serving" past "next" and make every
@@ -108,13 +130,13 @@ static inline bool ts_unlock(ts_word_t *lock)
 	/* Only the holder writes "serving", so the value we read is our own. */
 	uint32_t word = __atomic_load_n(lock, __ATOMIC_RELAXED);
 
-	if (__builtin_expect(ts_word_is_free(word), 0))
-		return false;
+	if (__builtin_expect((word & (TS_SLOW | TS_HANDOFF | TS_BORROWED)) || ts_word_is_free(word), 0))
+		return ts_unlock_slow(lock, word);
 	/*
 	 * RELEASE pairs with the ACQUIRE fetch-add in ts_lock() and the ACQUIRE
 	 * polls in ts_lock_slow(): our critical section happens-before the next
 	 * holder's.  A 16-bit store cannot disturb tickets drawn meanwhile in the
-	 * "next" half, nor TS_PARKED.
+	 * "next" half, nor TS_SLOW.
 	 */
 	__atomic_store_n(ts_serving_half(lock), (uint16_t)(ts_serving(word) + TS_TICKET_STEP),
 	                 __ATOMIC_RELEASE);
