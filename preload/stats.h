@@ -19,6 +19,7 @@ struct ts_wait_stats {
 	uint32_t polls;  /* loads of the lock word after a pause */
 	uint32_t yields; /* sched_yield() calls */
 	uint32_t parks;  /* futex sleeps attempted */
+	uint32_t borrows; /* stalled turns held in a descheduled waiter's place (0 or 1) */
 	uint16_t ahead;  /* tickets ahead of ours when we began to wait, holder included */
 };
 

@@ -15,6 +15,8 @@
  */
 #include <dlfcn.h>
 #include <pthread.h>
+
+#include "ticket_lock.h"
 #include <sched.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -36,7 +38,7 @@ static unsigned tickets_drawn(pthread_spinlock_t *lock)
 {
 	uint32_t word = __atomic_load_n((uint32_t *)lock, __ATOMIC_ACQUIRE);
 
-	return ((word >> 17) - (word >> 1)) & 0x7fff; /* next - serving, in tickets */
+	return ts_tickets_between(ts_serving(word), ts_next(word));
 }
 
 static void __attribute__((noinline)) critical(struct counted *c)

@@ -16,6 +16,8 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <pthread.h>
+
+#include "ticket_lock.h"
 #include <sched.h>
 #include <stdatomic.h>
 #include <stdint.h>
@@ -148,7 +150,7 @@ static unsigned tickets_drawn(void)
 {
 	uint32_t word = __atomic_load_n((uint32_t *)&fifo_lock, __ATOMIC_ACQUIRE);
 
-	return ((word >> 17) - (word >> 1)) & 0x7fff; /* next - serving, in tickets */
+	return ts_tickets_between(ts_serving(word), ts_next(word));
 }
 
 static void *fifo_thread(void *arg)
@@ -203,8 +205,8 @@ static int wrap(int threads, long n)
 	per_thread = n;
 	locks = aligned_alloc(64, sizeof(*locks));
 	memset(locks, 0, sizeof(*locks));
-	/* serving == next == 0x7ffa tickets: a free lock, six draws from wrapping */
-	__atomic_store_n((uint32_t *)&locks[0].lock, 0xfff4fff4u, __ATOMIC_RELEASE);
+	/* serving == next, six tickets before the 14-bit ticket space wraps */
+	__atomic_store_n((uint32_t *)&locks[0].lock, 0xffe8ffe8u, __ATOMIC_RELEASE);
 	if (run_threads(threads, hammer_thread) != 0)
 		return 1;
 	return check_totals((long)threads * n);

@@ -19,6 +19,8 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <pthread.h>
+
+#include "ticket_lock.h"
 #include <sched.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -58,7 +60,7 @@ static unsigned tickets_in_line(pthread_spinlock_t *lock)
 {
 	uint32_t word = word_of(lock);
 
-	return ((word >> 17) - (word >> 1)) & 0x7fff;
+	return ts_tickets_between(ts_serving(word), ts_next(word));
 }
 
 pthread_spinlock_t probe_lock_a, probe_lock_b; /* exported (-rdynamic): reports name them */
@@ -211,7 +213,7 @@ NOINLINE void *probe_suspect_waiter(void *arg)
 static int mode_suspect(uint32_t word, int serve)
 {
 	pthread_t tid;
-	unsigned ahead = ((word >> 17) - (word >> 1)) & 0x7fff;
+	unsigned ahead = ts_tickets_between(ts_serving(word), ts_next(word));
 
 	__atomic_store_n((uint32_t *)&probe_suspect_lock, word, __ATOMIC_RELEASE);
 	pthread_create(&tid, NULL, probe_suspect_waiter, NULL);
