@@ -9,9 +9,9 @@
  *   misuseprobe flood N         N distinct locks each unlocked once too often
  *   misuseprobe foreign WORD    a lock word another implementation left free
  *   misuseprobe suspect WORD S  a waiter queues on a lock whose word is WORD;
- *                               S=1: then serve the tickets ahead of it (by
- *                               unlocking on their behalf) and check it gets
- *                               the lock; S=0: leave it waiting and exit
+ *                               S=1: then serve the tickets ahead of it (as
+ *                               if their holders had unlocked) and check it
+ *                               gets the lock; S=0: leave it waiting and exit
  *
  * stdout: "provider ...", then one line per check; exit status 0 when every
  * check held, 1 when one failed, 2 usage.
@@ -27,6 +27,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+
+#include "ticket_lock.h"
 
 #define NOINLINE __attribute__((noinline, visibility("default")))
 
@@ -228,20 +230,14 @@ static int mode_suspect(uint32_t word, int serve)
 		_exit(failures ? 1 : 0); /* the waiter cannot finish */
 	}
 	/*
-	 * Serve the tickets ahead of the waiter, as their holders would.  Wait for
-	 * the line to move before each unlock: a waiter that stepped out of a long
-	 * line (TICKET_QUEUE) has no ticket, and an unlock then could release it.
+	 * Serve the phantom tickets ahead of the waiter at once, as if their
+	 * holders had all unlocked: "serving" := the waiter's ticket (the first
+	 * ticket after the phantoms).  A waiter still in line is then served; one
+	 * that stepped out of a long line (TICKET_QUEUE) finds the lock free.
+	 * Either way it must get the lock, without any help from us.
 	 */
-	for (unsigned i = 0; i < ahead; i++) {
-		int rc;
-
-		while (tickets_in_line(&probe_suspect_lock) == 0 && !suspect_acquired)
-			sched_yield();
-		if (suspect_acquired)
-			break;
-		rc = pthread_spin_unlock(&probe_suspect_lock);
-		CHECK(rc == 0, "serving ticket %u: unlock returned %d", i, rc);
-	}
+	__atomic_store_n(ts_serving_half((ts_word_t *)&probe_suspect_lock), ts_next(word),
+	                 __ATOMIC_RELEASE);
 	pthread_join(tid, NULL);
 	printf("after serving the %u tickets ahead: %s, word 0x%08x\n", ahead,
 	       suspect_acquired ? "acquired" : "NOT acquired", word_of(&probe_suspect_lock));
@@ -258,17 +254,17 @@ static int mode_foreign(uint32_t word)
 	int rc;
 
 	__atomic_store_n((uint32_t *)&probe_foreign_lock, word, __ATOMIC_RELEASE);
-	rc = pthread_spin_trylock(&probe_foreign_lock);
-	printf("word 0x%08x: trylock returned %d", word, rc);
-	CHECK(rc == 0, "trylock");
+	rc = pthread_spin_lock(&probe_foreign_lock);
+	printf("word 0x%08x: lock returned %d", word, rc);
+	CHECK(rc == 0, "lock");
 	rc = pthread_spin_unlock(&probe_foreign_lock);
 	printf(", unlock %d", rc);
 	CHECK(rc == 0, "unlock");
-	rc = pthread_spin_lock(&probe_foreign_lock);
-	printf(", lock %d", rc);
-	CHECK(rc == 0, "lock");
+	rc = pthread_spin_trylock(&probe_foreign_lock);
+	printf(", trylock %d", rc);
+	CHECK(rc == 0, "trylock");
 	rc = pthread_spin_unlock(&probe_foreign_lock);
-	printf(", unlock %d, word 0x%08x\n", rc, word_of(&probe_foreign_lock));
+	printf(", unlock %d, word now 0x%08x\n", rc, word_of(&probe_foreign_lock));
 	CHECK(rc == 0, "unlock");
 	return failures ? 1 : 0;
 }

@@ -116,7 +116,7 @@ test_misuse)
 	expect err "earlier reports suppressed by the rate limit"
 	check "misuse suspect" "${misuse[@]}" TICKET_WAIT=yield TICKET_QUEUE=0 -- \
 		"$here/misuseprobe" suspect 0xdeadbeef 1
-	expect err "4063 tickets ahead of ours"
+	expect err "tickets ahead of ours"
 	check "misuse foreign" "${misuse[@]}" -- "$here/misuseprobe" foreign 1
 	;;
 test_stress) for_each_mode stress ;;
