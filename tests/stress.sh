@@ -7,12 +7,13 @@
 # pthread_spin_* (spinstress) and with the core linked in (spinstress_core);
 # then process-shared locks (2..4 processes x 1..4 threads) in every mode, and
 # the park check (waiters asleep in several processes, all woken).
-# STRESS_SCALE (default 1) multiplies the iteration counts; STRESS_SEED picks
+# STRESS_SCALE (default 5: about 3 minutes on 2 cores) multiplies the
+# iteration counts; STRESS_SEED picks
 # the random think times (default: a new seed per run, printed).
 set -u
 builddir=${1:?usage: stress.sh BUILDDIR}
 srcdir=$(cd "$(dirname "$0")" && pwd)
-scale=${STRESS_SCALE:-1}
+scale=${STRESS_SCALE:-5}
 seed=${STRESS_SEED:-$RANDOM}
 failed=0
 runs=0
