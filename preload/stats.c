@@ -13,16 +13,20 @@
  * "total" acquisitions: the fast path cannot count, so totals come from the
  * ticket numbers the slow path sees.  Tickets are served one per acquisition
  * (lock or trylock), in order, so the distance between two served tickets is
- * the number of acquisitions in between, modulo 32768 (15-bit tickets).  Each
- * thread keeps, per lock, its first and last observation (ticket and
- * CLOCK_MONOTONIC time, taken while holding the lock, hence ordered like the
- * tickets) and the sum of the distances between its consecutive observations.
- * The merge chains these in time order (see total_of).  The result counts
- * the acquisitions from the lock's first contended acquisition to its last;
- * it is exact unless 32768 or more acquisitions pass unobserved (between two
- * observations adjacent in time, not bridged by one thread's own span): then
- * it is short by a multiple of 32768.  A lock that is re-initialised, or
- * memory reused for another lock, continues the count of the same address.
+ * the number of acquisitions in between, modulo the ticket space (16384
+ * tickets: TS_TICKET_MASK / TS_TICKET_STEP + 1).  Each thread keeps, per
+ * lock, segments of observations (ticket and CLOCK_MONOTONIC time, taken
+ * while holding the lock, hence ordered like the tickets): a segment ends
+ * when the thread's next observation comes more than SEG_GAP_NS later, a gap
+ * that could hide a whole ticket space.  The merge chains the segments in
+ * time order (see total_of).  The result counts the acquisitions from the
+ * lock's first contended acquisition to its last; it is exact unless 16384
+ * or more acquisitions pass with no contended one in between (then it is
+ * short by a multiple of 16384), or a thread closes more than SEG_LIMIT
+ * segments.  A borrowed turn (slowpath.c) is served under another waiter's
+ * ticket: it is counted apart and added to the total.  A lock that is
+ * re-initialised, or memory reused for another lock, continues the count of
+ * the same address.
  *
  * The report is merged and written at exit by a destructor, while other
  * threads may still run: a record being updated at that moment may be read
@@ -57,17 +61,34 @@
 #define SITE_SLOTS_LOG2 11
 #define SITE_SLOTS      (1u << SITE_SLOTS_LOG2)
 #define SITE_LIMIT      (SITE_SLOTS / 4 * 3)
+#define SEG_LIMIT       16384u /* closed segments kept per thread */
+/*
+ * A thread's own observations more than this apart start a new segment: the
+ * gap could hide a whole ticket space of acquisitions (16384 at 4 ns each).
+ */
+#define SEG_GAP_NS      ((uint64_t)(TS_TICKET_MASK / TS_TICKET_STEP + 1) * 4)
+
+/*
+ * A run of one thread's observations of one lock, each within SEG_GAP_NS of
+ * the one before: its first and last (ticket and time) and the sum of the
+ * ticket distances between consecutive ones.
+ */
+struct segment {
+	const void *lock; /* NULL: not started */
+	uint64_t first_ns, last_ns;
+	uint64_t span;
+	uint16_t first_ticket, last_ticket;
+};
 
 /* One thread's view of one lock. */
 struct lock_rec {
 	const void *lock; /* the key; NULL while the slot is free; stored last */
 	uint64_t contended;
-	uint64_t first_ns, last_ns;
-	uint64_t span; /* acquisitions from this thread's first observation to its last */
+	uint64_t latest_ns; /* of the latest record, whose delay is "now" */
+	struct segment seg; /* the current segment */
 	uint64_t ahead_sum;
-	uint64_t polls, yields, parks;
+	uint64_t polls, yields, parks, borrows;
 	uint32_t delay_now, delay_max;
-	uint16_t first_ticket, last_ticket;
 	uint16_t ahead_max;
 };
 
@@ -83,8 +104,10 @@ struct thread_stats {
 	uint32_t nlocks, nsites;
 	uint64_t dropped_locks; /* contended acquisitions not recorded: table full */
 	uint64_t dropped_sites; /* recorded, but their call site not: table full */
+	uint32_t nsegs;         /* closed segments in segs[] */
 	struct lock_rec locks[LOCK_SLOTS];
 	struct site_rec sites[SITE_SLOTS];
+	struct segment segs[SEG_LIMIT];
 };
 
 static struct thread_stats *all_threads;  /* pushed with CAS, never popped */
@@ -123,8 +146,7 @@ static uint64_t now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-static struct lock_rec *lock_rec_of(struct thread_stats *t, const void *lock,
-                                    uint16_t ticket, uint64_t now)
+static struct lock_rec *lock_rec_of(struct thread_stats *t, const void *lock)
 {
 	uint32_t i = ts_lock_hash(lock) >> (32 - LOCK_SLOTS_LOG2);
 
@@ -138,8 +160,6 @@ static struct lock_rec *lock_rec_of(struct thread_stats *t, const void *lock,
 		if (t->nlocks >= LOCK_LIMIT)
 			return NULL;
 		t->nlocks++;
-		r->first_ticket = r->last_ticket = ticket;
-		r->first_ns = r->last_ns = now;
 		/* RELEASE pairs with the ACQUIRE load in the merge. */
 		__atomic_store_n(&r->lock, lock, __ATOMIC_RELEASE);
 		return r;
@@ -180,16 +200,33 @@ void ts_stats_record(const void *lock, uint16_t ticket, const void *caller,
 	if (t == NULL)
 		return;
 	now = now_ns();
-	r = lock_rec_of(t, lock, ticket, now);
+	r = lock_rec_of(t, lock);
 	if (r == NULL) {
 		t->dropped_locks++;
 		return;
 	}
-	if (r->contended > 0)
-		r->span += ts_tickets_between(r->last_ticket, ticket);
-	r->last_ticket = ticket;
-	r->last_ns = now;
+	if (wait->borrows == 0) {
+		/* (a borrowed turn is served under another waiter's ticket: not one of ours) */
+		struct segment *g = &r->seg;
+
+		if (g->lock != NULL && now - g->last_ns > SEG_GAP_NS && t->nsegs < SEG_LIMIT) {
+			t->segs[t->nsegs] = *g;
+			/* RELEASE pairs with the ACQUIRE load in the merge. */
+			__atomic_store_n(&t->nsegs, t->nsegs + 1, __ATOMIC_RELEASE);
+			g->lock = NULL;
+		}
+		if (g->lock != NULL) {
+			g->span += ts_tickets_between(g->last_ticket, ticket);
+		} else {
+			*g = (struct segment){ .first_ns = now, .first_ticket = ticket };
+			__atomic_store_n(&g->lock, lock, __ATOMIC_RELEASE); /* as above */
+		}
+		g->last_ticket = ticket;
+		g->last_ns = now;
+	}
+	r->latest_ns = now;
 	r->contended++;
+	r->borrows += wait->borrows;
 	r->ahead_sum += wait->ahead;
 	if (wait->ahead > r->ahead_max)
 		r->ahead_max = wait->ahead;
@@ -210,22 +247,29 @@ void ts_stats_record(const void *lock, uint16_t ticket, const void *caller,
 
 struct merged {
 	const void *lock;
-	uint64_t total, contended, ahead_sum, polls, yields, parks;
-	uint64_t last_ns;      /* of the latest observation, whose delay is "now" */
+	uint64_t total, contended, ahead_sum, polls, yields, parks, borrows;
+	uint64_t latest_ns;    /* of the latest record, whose delay is "now" */
 	uint32_t delay_now, delay_max, ahead_max, threads;
 	const void *site;      /* the call site with the most contended acquisitions */
 	uint64_t site_count;
 	uint32_t sites;
 };
 
-static int by_lock_then_time(const void *a, const void *b)
+static int by_lock_address(const void *a, const void *b)
 {
 	const struct lock_rec *x = a, *y = b;
 
 	if (x->lock != y->lock)
 		return (uintptr_t)x->lock < (uintptr_t)y->lock ? -1 : 1;
-	if (x->first_ns != y->first_ns)
-		return x->first_ns < y->first_ns ? -1 : 1;
+	return 0;
+}
+
+static int segment_by_lock(const void *a, const void *b)
+{
+	const struct segment *x = a, *y = b;
+
+	if (x->lock != y->lock)
+		return (uintptr_t)x->lock < (uintptr_t)y->lock ? -1 : 1;
 	return 0;
 }
 
@@ -285,14 +329,14 @@ static int by_time(const void *a, const void *b)
 /*
  * The acquisitions from the lock's first contended acquisition to its last.
  * Every ticket distance we know falls short of the truth by a multiple of
- * 32768, if at all: the distance between two observations adjacent in time,
+ * the ticket space, if at all: the distance between two observations adjacent in time,
  * and each record's own span (the sum of distances between its thread's
  * consecutive observations).  Chaining them from the first observation to
  * the last gives a count congruent to the truth; the longest chain is the
  * best of them.  The observations' clock readings order them, since each
  * was read with the lock held.  @points has room for 2 x @n.
  */
-static uint64_t total_of(const struct lock_rec *r, size_t n, struct point *points,
+static uint64_t total_of(const struct segment *r, size_t n, struct point *points,
                          uint64_t *best, uint32_t *first_at)
 {
 	for (size_t i = 0; i < n; i++) {
@@ -307,7 +351,7 @@ static uint64_t total_of(const struct lock_rec *r, size_t n, struct point *point
 	for (size_t p = 1; p < 2 * n; p++) {
 		best[p] = best[p - 1] + ts_tickets_between(points[p - 1].ticket, points[p].ticket);
 		if (points[p].last) {
-			const struct lock_rec *own = &r[points[p].rec];
+			const struct segment *own = &r[points[p].rec];
 			uint64_t via_span = best[first_at[points[p].rec]] + own->span;
 
 			if (via_span > best[p])
@@ -317,12 +361,16 @@ static uint64_t total_of(const struct lock_rec *r, size_t n, struct point *point
 	return best[2 * n - 1];
 }
 
-/* Merges one lock's per-thread records. */
-static void merge_lock(struct merged *m, const struct lock_rec *r, size_t n,
-                       struct point *points, uint64_t *best, uint32_t *first_at)
+/*
+ * Merges one lock's per-thread records.  Borrowed turns consume no ticket:
+ * they are added to the total (which the segments add to later).
+ */
+static void merge_lock(struct merged *m, const struct lock_rec *r, size_t n)
 {
-	*m = (struct merged){ .lock = r[0].lock, .total = total_of(r, n, points, best, first_at) };
+	*m = (struct merged){ .lock = r[0].lock };
 	for (size_t i = 0; i < n; i++) {
+		m->borrows += r[i].borrows;
+		m->total += r[i].borrows;
 		m->contended += r[i].contended;
 		m->ahead_sum += r[i].ahead_sum;
 		m->polls += r[i].polls;
@@ -332,8 +380,8 @@ static void merge_lock(struct merged *m, const struct lock_rec *r, size_t n,
 			m->ahead_max = r[i].ahead_max;
 		if (r[i].delay_max > m->delay_max)
 			m->delay_max = r[i].delay_max;
-		if (i == 0 || r[i].last_ns >= m->last_ns) {
-			m->last_ns = r[i].last_ns;
+		if (i == 0 || r[i].latest_ns >= m->latest_ns) {
+			m->latest_ns = r[i].latest_ns;
 			m->delay_now = r[i].delay_now;
 		}
 		m->threads++;
@@ -421,9 +469,10 @@ static void *map(size_t bytes)
 long ts_stats_report(int fd, const char *prefix, uint32_t top)
 {
 	struct thread_stats *head = __atomic_load_n(&all_threads, __ATOMIC_ACQUIRE);
-	size_t nthreads = 0, nlocks = 0, nsites = 0, nmerged = 0, shown;
+	size_t nthreads = 0, nlocks = 0, nsites = 0, nsegs = 0, nmerged = 0, shown;
 	uint64_t dropped_locks = 0, dropped_sites = 0, contended = 0;
 	struct lock_rec *locks;
+	struct segment *segs;
 	struct site_rec *sites;
 	struct merged *merged;
 	struct point *points;
@@ -436,9 +485,12 @@ long ts_stats_report(int fd, const char *prefix, uint32_t top)
 		nthreads++;
 		nlocks += __atomic_load_n(&t->nlocks, __ATOMIC_RELAXED);
 		nsites += __atomic_load_n(&t->nsites, __ATOMIC_RELAXED);
+		nsegs += __atomic_load_n(&t->nsegs, __ATOMIC_ACQUIRE);
 	}
-	bytes = nlocks * (sizeof(*locks) + sizeof(*merged) + 2 * sizeof(*points) +
-	                  2 * sizeof(*best) + sizeof(*first_at)) +
+	nsegs += nlocks; /* the current segments */
+	bytes = nlocks * (sizeof(*locks) + sizeof(*merged)) +
+	        nsegs * (sizeof(*segs) + 2 * sizeof(*points) + 2 * sizeof(*best) +
+	                 sizeof(*first_at)) +
 	        nsites * sizeof(*sites);
 	memory = map(bytes);
 	if (memory == NULL) {
@@ -447,37 +499,60 @@ long ts_stats_report(int fd, const char *prefix, uint32_t top)
 	}
 	locks = (struct lock_rec *)memory;
 	merged = (struct merged *)(locks + nlocks);
-	points = (struct point *)(merged + nlocks);
-	best = (uint64_t *)(points + 2 * nlocks);
-	sites = (struct site_rec *)(best + 2 * nlocks);
+	segs = (struct segment *)(merged + nlocks);
+	points = (struct point *)(segs + nsegs);
+	best = (uint64_t *)(points + 2 * nsegs);
+	sites = (struct site_rec *)(best + 2 * nsegs);
 	first_at = (uint32_t *)(sites + nsites);
 
 	/* Snapshot: threads may still be recording; take no more than we counted. */
 	{
-		size_t l = 0, s = 0;
+		size_t l = 0, s = 0, g = 0;
 
 		for (struct thread_stats *t = head; t != NULL; t = t->next) {
+			uint32_t closed = __atomic_load_n(&t->nsegs, __ATOMIC_ACQUIRE);
+
 			dropped_locks += t->dropped_locks;
 			dropped_sites += t->dropped_sites;
-			for (uint32_t i = 0; i < LOCK_SLOTS && l < nlocks; i++)
-				if (__atomic_load_n(&t->locks[i].lock, __ATOMIC_ACQUIRE) != NULL &&
-				    t->locks[i].contended > 0)
-					locks[l++] = t->locks[i];
+			for (uint32_t i = 0; i < closed && g < nsegs; i++)
+				segs[g++] = t->segs[i];
+			for (uint32_t i = 0; i < LOCK_SLOTS && l < nlocks; i++) {
+				if (__atomic_load_n(&t->locks[i].lock, __ATOMIC_ACQUIRE) == NULL ||
+				    t->locks[i].contended == 0)
+					continue;
+				locks[l] = t->locks[i];
+				if (__atomic_load_n(&t->locks[i].seg.lock, __ATOMIC_ACQUIRE) != NULL &&
+				    g < nsegs)
+					segs[g++] = locks[l].seg;
+				l++;
+			}
 			for (uint32_t i = 0; i < SITE_SLOTS && s < nsites; i++)
 				if (__atomic_load_n(&t->sites[i].lock, __ATOMIC_ACQUIRE) != NULL)
 					sites[s++] = t->sites[i];
 		}
 		nlocks = l;
 		nsites = s;
+		nsegs = g;
 	}
 
-	qsort(locks, nlocks, sizeof(*locks), by_lock_then_time);
+	qsort(locks, nlocks, sizeof(*locks), by_lock_address);
 	for (size_t i = 0, j; i < nlocks; i = j) {
-		for (j = i + 1; j < nlocks && locks[j].lock == locks[i].lock; j++)
+		for (j = i; j < nlocks && locks[j].lock == locks[i].lock; j++)
 			;
-		merge_lock(&merged[nmerged], &locks[i], j - i, points, best, first_at);
+		merge_lock(&merged[nmerged], &locks[i], j - i);
 		contended += merged[nmerged].contended;
 		nmerged++;
+	}
+
+	qsort(segs, nsegs, sizeof(*segs), segment_by_lock);
+	for (size_t i = 0, j; i < nsegs; i = j) {
+		struct merged *m;
+
+		for (j = i; j < nsegs && segs[j].lock == segs[i].lock; j++)
+			;
+		m = bsearch(segs[i].lock, merged, nmerged, sizeof(*merged), by_lock);
+		if (m != NULL)
+			m->total += total_of(&segs[i], j - i, points, best, first_at);
 	}
 
 	qsort(sites, nsites, sizeof(*sites), by_lock_then_caller);
@@ -513,9 +588,10 @@ long ts_stats_report(int fd, const char *prefix, uint32_t top)
 		         (unsigned long long)dropped_sites, (unsigned long long)unrecorded_threads,
 		         unrecorded_threads == 1 ? "" : "s");
 	if (shown > 0)
-		put_line(fd, prefix, "stats: %18s %10s %10s %13s %7s %15s %8s %8s %7s  %s", "lock",
-		         "total", "contended", "ahead avg/max", "polls", "delay now/max", "yields",
-		         "parks", "threads", "top call site (its share of contended)");
+		put_line(fd, prefix, "stats: %18s %10s %10s %13s %7s %15s %8s %8s %7s %7s  %s",
+		         "lock", "total", "contended", "ahead avg/max", "polls", "delay now/max",
+		         "yields", "parks", "borrows", "threads",
+		         "top call site (its share of contended)");
 	for (size_t i = 0; i < shown; i++) {
 		const struct merged *m = &merged[i];
 		char site[512], now[24], max[24], ahead[32], delay[56];
@@ -527,10 +603,11 @@ long ts_stats_report(int fd, const char *prefix, uint32_t top)
 		         m->ahead_max);
 		snprintf(delay, sizeof(delay), "%s/%s", now, max);
 		put_line(fd, prefix,
-		         "stats: %18p %10llu %10llu %13s %7.1f %15s %8llu %8llu %7u  %s %llu%%%s",
+		         "stats: %18p %10llu %10llu %13s %7.1f %15s %8llu %8llu %7llu %7u  %s %llu%%%s",
 		         m->lock, (unsigned long long)m->total, (unsigned long long)m->contended,
 		         ahead, (double)m->polls / m->contended, delay,
-		         (unsigned long long)m->yields, (unsigned long long)m->parks, m->threads,
+		         (unsigned long long)m->yields, (unsigned long long)m->parks,
+		         (unsigned long long)m->borrows, m->threads,
 		         site, (unsigned long long)(m->site_count * 100 / m->contended),
 		         m->sites > 1 ? " (of several sites)" : "");
 	}
