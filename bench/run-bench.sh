@@ -37,15 +37,17 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
 echo "== Uncontended lock+unlock pair, ns (best of 5 rounds per run, median of $repeats runs)"
-for r in $(seq "$repeats"); do
-    for mode in glibc ticketspin; do
-        run "$mode" "$uncontended" | awk '{print $1}' >> "$tmp/unc.$mode"
+printf '%-34s %8s %10s %6s\n' "critical section" glibc ticketspin ratio
+for cs in 0 1; do
+    for r in $(seq "$repeats"); do
+        for mode in glibc ticketspin; do
+            run "$mode" "$uncontended" 50000000 "$cs" | awk '{print $1}' >> "$tmp/unc.$mode.$cs"
+        done
     done
+    g=$(median < "$tmp/unc.glibc.$cs"); t=$(median < "$tmp/unc.ticketspin.$cs")
+    awk -v g="$g" -v t="$t" -v cs="$cs" 'BEGIN {
+        printf "%-34s %8.2f %10.2f %6.2f\n", cs ? "one counter++ (a load and a store)" : "empty", g, t, t / g }'
 done
-g=$(median < "$tmp/unc.glibc"); t=$(median < "$tmp/unc.ticketspin")
-printf '%-12s %10s\n' glibc "$g" ticketspin "$t"
-awk -v g="$g" -v t="$t" 'BEGIN {printf "%-12s %10.2f  (target <= 1.00)\n", "ratio", t / g}'
-
 echo
 echo "== Contended: one lock, short critical section writing the lock's cache line,"
 echo "   short think time; $seconds s per run, median of $repeats runs (fairness:"

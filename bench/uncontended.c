@@ -19,6 +19,8 @@ static double now_ns(void)
 int main(int argc, char **argv)
 {
 	long pairs = argc > 1 ? atol(argv[1]) : 50000000;
+	int with_counter = argc > 2 && atoi(argv[2]) != 0;
+	static volatile long counter;
 	static pthread_spinlock_t lock __attribute__((aligned(64)));
 	Dl_info info;
 	double start, best = 1e30;
@@ -28,6 +30,8 @@ int main(int argc, char **argv)
 		start = now_ns();
 		for (long i = 0; i < pairs; i++) {
 			pthread_spin_lock(&lock);
+			if (with_counter)
+				counter++;
 			__asm__ volatile("" ::: "memory");
 			pthread_spin_unlock(&lock);
 		}

@@ -130,7 +130,9 @@ static inline bool ts_unlock(ts_word_t *lock)
 	/* Only the holder writes "serving", so the value we read is our own. */
 	uint32_t word = __atomic_load_n(lock, __ATOMIC_RELAXED);
 
-	if (__builtin_expect((word & (TS_SLOW | TS_HANDOFF | TS_BORROWED)) || ts_word_is_free(word), 0))
+	/* Flags, or no ticket outstanding (not held: the slow path refuses it). */
+	if (__builtin_expect((word & (TS_SLOW | TS_HANDOFF | TS_BORROWED)) ||
+	                     ts_serving(word) == ts_next(word), 0))
 		return ts_unlock_slow(lock, word);
 	/*
 	 * RELEASE pairs with the ACQUIRE fetch-add in ts_lock() and the ACQUIRE
