@@ -18,15 +18,17 @@
  * lock, segments of observations (ticket and CLOCK_MONOTONIC time, taken
  * while holding the lock, hence ordered like the tickets): a segment ends
  * when the thread's next observation comes more than SEG_GAP_NS later, a gap
- * that could hide a whole ticket space.  The merge chains the segments in
+ * that could hide a whole ticket space, or after a pthread_spin_init() of the
+ * lock (init_epochs[]).  The merge chains the segments in
  * time order (see total_of).  The result counts the acquisitions from the
  * lock's first contended acquisition to its last; it is exact unless 16384
  * or more acquisitions pass with no contended one in between (then it is
  * short by a multiple of 16384), or a thread closes more than SEG_LIMIT
  * segments.  A borrowed turn (slowpath.c) is served under another waiter's
- * ticket: it is counted apart and added to the total.  A lock that is
- * re-initialised, or memory reused for another lock, continues the count of
- * the same address.
+ * ticket: it is counted apart and added to the total.  pthread_spin_init()
+ * restarts a lock's tickets: each thread logs its inits (ts_stats_init), and
+ * the merge restarts the count there.  Memory reused for another lock
+ * without pthread_spin_init continues the count of the same address.
  *
  * The report is merged and written at exit by a destructor, while other
  * threads may still run: a record being updated at that moment may be read
@@ -62,6 +64,7 @@
 #define SITE_SLOTS      (1u << SITE_SLOTS_LOG2)
 #define SITE_LIMIT      (SITE_SLOTS / 4 * 3)
 #define SEG_LIMIT       16384u /* closed segments kept per thread */
+#define INIT_LIMIT      4096u  /* pthread_spin_init() calls kept per thread */
 /*
  * A thread's own observations more than this apart start a new segment: the
  * gap could hide a whole ticket space of acquisitions (16384 at 4 ns each).
@@ -77,7 +80,14 @@ struct segment {
 	const void *lock; /* NULL: not started */
 	uint64_t first_ns, last_ns;
 	uint64_t span;
+	uint32_t epoch;   /* init_epochs[] of the lock when the segment began */
 	uint16_t first_ticket, last_ticket;
+};
+
+/* A pthread_spin_init(): the lock's tickets start again from 0. */
+struct init_rec {
+	const void *lock;
+	uint64_t ns;
 };
 
 /* One thread's view of one lock. */
@@ -105,12 +115,23 @@ struct thread_stats {
 	uint64_t dropped_locks; /* contended acquisitions not recorded: table full */
 	uint64_t dropped_sites; /* recorded, but their call site not: table full */
 	uint32_t nsegs;         /* closed segments in segs[] */
+	uint32_t ninits;        /* in inits[] */
+	uint64_t dropped_inits; /* not kept: inits[] full */
+	uint64_t dropped_segs;  /* not kept: segs[] full (their acquisitions are not in totals) */
 	struct lock_rec locks[LOCK_SLOTS];
 	struct site_rec sites[SITE_SLOTS];
 	struct segment segs[SEG_LIMIT];
+	struct init_rec inits[INIT_LIMIT];
 };
 
 static struct thread_stats *all_threads;  /* pushed with CAS, never popped */
+/*
+ * pthread_spin_init() calls, per hash of the lock address: a segment must not
+ * run across one (its span would take the restart for a wrap).  Written only
+ * by ts_stats_init, read by ts_stats_record.
+ */
+#define EPOCH_BITS 8
+static uint32_t init_epochs[1u << EPOCH_BITS];
 static uint64_t unrecorded_threads;       /* threads whose table mmap failed */
 static __thread struct thread_stats *mine;
 static __thread bool mine_failed;
@@ -208,17 +229,25 @@ void ts_stats_record(const void *lock, uint16_t ticket, const void *caller,
 	if (wait->borrows == 0) {
 		/* (a borrowed turn is served under another waiter's ticket: not one of ours) */
 		struct segment *g = &r->seg;
+		uint32_t epoch = __atomic_load_n(&init_epochs[ts_lock_hash(lock) >> (32 - EPOCH_BITS)],
+		                                 __ATOMIC_RELAXED);
 
-		if (g->lock != NULL && now - g->last_ns > SEG_GAP_NS && t->nsegs < SEG_LIMIT) {
-			t->segs[t->nsegs] = *g;
-			/* RELEASE pairs with the ACQUIRE load in the merge. */
-			__atomic_store_n(&t->nsegs, t->nsegs + 1, __ATOMIC_RELEASE);
-			g->lock = NULL;
+		/* a gap that could hide a wrap, or a re-initialisation, ends the segment */
+		if (g->lock != NULL && (g->epoch != epoch || now - g->last_ns > SEG_GAP_NS)) {
+			if (t->nsegs < SEG_LIMIT) {
+				t->segs[t->nsegs] = *g;
+				/* RELEASE pairs with the ACQUIRE load in the merge. */
+				__atomic_store_n(&t->nsegs, t->nsegs + 1, __ATOMIC_RELEASE);
+				g->lock = NULL;
+			} else if (g->epoch != epoch) {
+				t->dropped_segs++; /* must end, cannot be kept */
+				g->lock = NULL;
+			} /* else the log is full: the segment goes on across the gap */
 		}
 		if (g->lock != NULL) {
 			g->span += ts_tickets_between(g->last_ticket, ticket);
 		} else {
-			*g = (struct segment){ .first_ns = now, .first_ticket = ticket };
+			*g = (struct segment){ .first_ns = now, .epoch = epoch, .first_ticket = ticket };
 			__atomic_store_n(&g->lock, lock, __ATOMIC_RELEASE); /* as above */
 		}
 		g->last_ticket = ticket;
@@ -243,6 +272,23 @@ void ts_stats_record(const void *lock, uint16_t ticket, const void *caller,
 		t->dropped_sites++;
 }
 
+void ts_stats_init(const void *lock)
+{
+	struct thread_stats *t = my_table();
+
+	__atomic_fetch_add(&init_epochs[ts_lock_hash(lock) >> (32 - EPOCH_BITS)], 1,
+	                   __ATOMIC_RELAXED);
+	if (t == NULL)
+		return;
+	if (t->ninits >= INIT_LIMIT) {
+		t->dropped_inits++;
+		return;
+	}
+	t->inits[t->ninits] = (struct init_rec){ lock, now_ns() };
+	/* RELEASE pairs with the ACQUIRE load in the merge. */
+	__atomic_store_n(&t->ninits, t->ninits + 1, __ATOMIC_RELEASE);
+}
+
 /* ---- the report ------------------------------------------------------- */
 
 struct merged {
@@ -258,6 +304,15 @@ struct merged {
 static int by_lock_address(const void *a, const void *b)
 {
 	const struct lock_rec *x = a, *y = b;
+
+	if (x->lock != y->lock)
+		return (uintptr_t)x->lock < (uintptr_t)y->lock ? -1 : 1;
+	return 0;
+}
+
+static int init_by_lock(const void *a, const void *b)
+{
+	const struct init_rec *x = a, *y = b;
 
 	if (x->lock != y->lock)
 		return (uintptr_t)x->lock < (uintptr_t)y->lock ? -1 : 1;
@@ -304,12 +359,14 @@ static int most_contended_first(const void *a, const void *b)
 	return (uintptr_t)x->lock < (uintptr_t)y->lock ? -1 : (x->lock != y->lock);
 }
 
-/* An observation that starts or ends one thread's record of a lock. */
+/* An observation that starts or ends a segment, or a re-initialisation. */
+enum point_kind { FIRST, LAST, INIT };
+
 struct point {
 	uint64_t ns;
-	uint16_t ticket;
-	bool last;     /* the record's last observation, else its first */
-	uint32_t rec;  /* index of the record among the lock's */
+	uint16_t ticket;   /* INIT: the ticket "served" just before 0 */
+	uint8_t kind;
+	uint32_t rec;      /* FIRST, LAST: index of the segment among the lock's */
 };
 
 static int by_time(const void *a, const void *b)
@@ -319,38 +376,58 @@ static int by_time(const void *a, const void *b)
 
 	if (x->ns != y->ns)
 		return x->ns < y->ns ? -1 : 1;
-	if (d != 0) /* same clock reading: the earlier ticket came first */
+	if (d != 0 && x->kind != INIT && y->kind != INIT) /* same clock reading */
 		return d < 0 ? -1 : 1;
-	if (x->last != y->last)
-		return x->last ? 1 : -1;
+	if (x->kind != y->kind)
+		return x->kind < y->kind ? -1 : 1;
 	return 0;
 }
 
 /*
  * The acquisitions from the lock's first contended acquisition to its last.
  * Every ticket distance we know falls short of the truth by a multiple of
- * the ticket space, if at all: the distance between two observations adjacent in time,
- * and each record's own span (the sum of distances between its thread's
- * consecutive observations).  Chaining them from the first observation to
- * the last gives a count congruent to the truth; the longest chain is the
- * best of them.  The observations' clock readings order them, since each
- * was read with the lock held.  @points has room for 2 x @n.
+ * the ticket space, if at all: the distance between two observations
+ * adjacent in time, and each segment's own span (the sum of distances
+ * between its thread's consecutive observations).  Chaining them from the
+ * first observation to the last gives a count congruent to the truth; the
+ * longest chain is the best of them.  The observations' clock readings order
+ * them, since each was read with the lock held.  A pthread_spin_init() of the
+ * lock (@inits, sorted by time) restarts its tickets from 0: the chain counts
+ * nothing across it, and from it to the next observation the tickets from 0;
+ * a span across it is not used.  @points has room for 2 x @n + @ninits.
  */
-static uint64_t total_of(const struct segment *r, size_t n, struct point *points,
-                         uint64_t *best, uint32_t *first_at)
+static uint64_t total_of(const struct segment *r, size_t n, const struct init_rec *inits,
+                         size_t ninits, struct point *points, uint64_t *best,
+                         uint32_t *first_at)
 {
+	size_t np = 0, start;
+	size_t last_init = 0; /* index + 1 of the latest INIT point so far; 0: none */
+
 	for (size_t i = 0; i < n; i++) {
-		points[2 * i] = (struct point){ r[i].first_ns, r[i].first_ticket, false, (uint32_t)i };
-		points[2 * i + 1] = (struct point){ r[i].last_ns, r[i].last_ticket, true, (uint32_t)i };
+		points[np++] = (struct point){ r[i].first_ns, r[i].first_ticket, FIRST, (uint32_t)i };
+		points[np++] = (struct point){ r[i].last_ns, r[i].last_ticket, LAST, (uint32_t)i };
 	}
-	qsort(points, 2 * n, sizeof(*points), by_time);
-	for (size_t p = 0; p < 2 * n; p++)
-		if (!points[p].last)
+	for (size_t i = 0; i < ninits; i++)
+		points[np++] = (struct point){ inits[i].ns, (uint16_t)(0u - TS_TICKET_STEP) & TS_TICKET_MASK,
+		                               INIT, 0 };
+	qsort(points, np, sizeof(*points), by_time);
+	/* initialisations before the first observation or after the last do not count */
+	for (start = 0; points[start].kind == INIT; start++)
+		;
+	while (points[np - 1].kind == INIT)
+		np--;
+	for (size_t p = start; p < np; p++)
+		if (points[p].kind == FIRST)
 			first_at[points[p].rec] = (uint32_t)p;
-	best[0] = 1; /* the first contended acquisition itself */
-	for (size_t p = 1; p < 2 * n; p++) {
+	best[start] = 1; /* the first contended acquisition itself */
+	for (size_t p = start + 1; p < np; p++) {
+		if (points[p].kind == INIT) {
+			best[p] = best[p - 1];
+			last_init = p + 1;
+			continue;
+		}
 		best[p] = best[p - 1] + ts_tickets_between(points[p - 1].ticket, points[p].ticket);
-		if (points[p].last) {
+		if (points[p].kind == LAST && first_at[points[p].rec] + 1 > last_init) {
 			const struct segment *own = &r[points[p].rec];
 			uint64_t via_span = best[first_at[points[p].rec]] + own->span;
 
@@ -358,7 +435,7 @@ static uint64_t total_of(const struct segment *r, size_t n, struct point *points
 				best[p] = via_span;
 		}
 	}
-	return best[2 * n - 1];
+	return best[np - 1];
 }
 
 /*
@@ -469,10 +546,12 @@ static void *map(size_t bytes)
 long ts_stats_report(int fd, const char *prefix, uint32_t top)
 {
 	struct thread_stats *head = __atomic_load_n(&all_threads, __ATOMIC_ACQUIRE);
-	size_t nthreads = 0, nlocks = 0, nsites = 0, nsegs = 0, nmerged = 0, shown;
-	uint64_t dropped_locks = 0, dropped_sites = 0, contended = 0;
+	size_t nthreads = 0, nlocks = 0, nsites = 0, nsegs = 0, ninits = 0, nmerged = 0, shown;
+	uint64_t dropped_locks = 0, dropped_sites = 0, dropped_inits = 0, dropped_segs = 0;
+	uint64_t contended = 0;
 	struct lock_rec *locks;
 	struct segment *segs;
+	struct init_rec *inits;
 	struct site_rec *sites;
 	struct merged *merged;
 	struct point *points;
@@ -486,11 +565,13 @@ long ts_stats_report(int fd, const char *prefix, uint32_t top)
 		nlocks += __atomic_load_n(&t->nlocks, __ATOMIC_RELAXED);
 		nsites += __atomic_load_n(&t->nsites, __ATOMIC_RELAXED);
 		nsegs += __atomic_load_n(&t->nsegs, __ATOMIC_ACQUIRE);
+		ninits += __atomic_load_n(&t->ninits, __ATOMIC_ACQUIRE);
 	}
 	nsegs += nlocks; /* the current segments */
 	bytes = nlocks * (sizeof(*locks) + sizeof(*merged)) +
 	        nsegs * (sizeof(*segs) + 2 * sizeof(*points) + 2 * sizeof(*best) +
 	                 sizeof(*first_at)) +
+	        ninits * (sizeof(*inits) + sizeof(*points) + sizeof(*best)) +
 	        nsites * sizeof(*sites);
 	memory = map(bytes);
 	if (memory == NULL) {
@@ -500,20 +581,26 @@ long ts_stats_report(int fd, const char *prefix, uint32_t top)
 	locks = (struct lock_rec *)memory;
 	merged = (struct merged *)(locks + nlocks);
 	segs = (struct segment *)(merged + nlocks);
-	points = (struct point *)(segs + nsegs);
-	best = (uint64_t *)(points + 2 * nsegs);
-	sites = (struct site_rec *)(best + 2 * nsegs);
+	inits = (struct init_rec *)(segs + nsegs);
+	points = (struct point *)(inits + ninits);
+	best = (uint64_t *)(points + 2 * nsegs + ninits);
+	sites = (struct site_rec *)(best + 2 * nsegs + ninits);
 	first_at = (uint32_t *)(sites + nsites);
 
 	/* Snapshot: threads may still be recording; take no more than we counted. */
 	{
-		size_t l = 0, s = 0, g = 0;
+		size_t l = 0, s = 0, g = 0, k = 0;
 
 		for (struct thread_stats *t = head; t != NULL; t = t->next) {
 			uint32_t closed = __atomic_load_n(&t->nsegs, __ATOMIC_ACQUIRE);
 
 			dropped_locks += t->dropped_locks;
 			dropped_sites += t->dropped_sites;
+			dropped_inits += t->dropped_inits;
+			dropped_segs += t->dropped_segs;
+			for (uint32_t i = 0, m = __atomic_load_n(&t->ninits, __ATOMIC_ACQUIRE);
+			     i < m && k < ninits; i++)
+				inits[k++] = t->inits[i];
 			for (uint32_t i = 0; i < closed && g < nsegs; i++)
 				segs[g++] = t->segs[i];
 			for (uint32_t i = 0; i < LOCK_SLOTS && l < nlocks; i++) {
@@ -533,6 +620,7 @@ long ts_stats_report(int fd, const char *prefix, uint32_t top)
 		nlocks = l;
 		nsites = s;
 		nsegs = g;
+		ninits = k;
 	}
 
 	qsort(locks, nlocks, sizeof(*locks), by_lock_address);
@@ -545,14 +633,21 @@ long ts_stats_report(int fd, const char *prefix, uint32_t top)
 	}
 
 	qsort(segs, nsegs, sizeof(*segs), segment_by_lock);
-	for (size_t i = 0, j; i < nsegs; i = j) {
+	qsort(inits, ninits, sizeof(*inits), init_by_lock);
+	for (size_t i = 0, j, k = 0; i < nsegs; i = j) {
 		struct merged *m;
+		size_t first_init;
 
 		for (j = i; j < nsegs && segs[j].lock == segs[i].lock; j++)
 			;
+		while (k < ninits && (uintptr_t)inits[k].lock < (uintptr_t)segs[i].lock)
+			k++;
+		for (first_init = k; k < ninits && inits[k].lock == segs[i].lock; k++)
+			;
 		m = bsearch(segs[i].lock, merged, nmerged, sizeof(*merged), by_lock);
 		if (m != NULL)
-			m->total += total_of(&segs[i], j - i, points, best, first_at);
+			m->total += total_of(&segs[i], j - i, &inits[first_init], k - first_init,
+			                     points, best, first_at);
 	}
 
 	qsort(sites, nsites, sizeof(*sites), by_lock_then_caller);
@@ -580,17 +675,20 @@ long ts_stats_report(int fd, const char *prefix, uint32_t top)
 	         "thread%s; %zu shown (TICKET_STATS_TOP=%u), most contended first",
 	         (int)getpid(), nmerged, nmerged == 1 ? "" : "s", (unsigned long long)contended,
 	         nthreads, nthreads == 1 ? "" : "s", shown, top);
-	if (dropped_locks > 0 || dropped_sites > 0 || unrecorded_threads > 0)
+	if (dropped_locks > 0 || dropped_sites > 0 || dropped_inits > 0 || dropped_segs > 0 ||
+	    unrecorded_threads > 0)
 		put_line(fd, prefix,
-		         "stats: not recorded (per-thread tables full: %u locks, %u call sites): "
-		         "%llu contended acquisitions, %llu call sites; %llu thread%s without a table",
-		         LOCK_LIMIT, SITE_LIMIT, (unsigned long long)dropped_locks,
-		         (unsigned long long)dropped_sites, (unsigned long long)unrecorded_threads,
-		         unrecorded_threads == 1 ? "" : "s");
+		         "stats: not recorded (per-thread tables full: %u locks, %u call sites, %u "
+		         "inits, %u segments): %llu contended acquisitions, %llu call sites, %llu "
+		         "inits, %llu segments (totals may be short); %llu thread%s without a table",
+		         LOCK_LIMIT, SITE_LIMIT, INIT_LIMIT, SEG_LIMIT,
+		         (unsigned long long)dropped_locks, (unsigned long long)dropped_sites,
+		         (unsigned long long)dropped_inits, (unsigned long long)dropped_segs,
+		         (unsigned long long)unrecorded_threads, unrecorded_threads == 1 ? "" : "s");
 	if (shown > 0)
 		put_line(fd, prefix, "stats: %18s %10s %10s %13s %7s %15s %8s %8s %7s %7s  %s",
 		         "lock", "total", "contended", "ahead avg/max", "polls", "delay now/max",
-		         "yields", "parks", "borrows", "threads",
+		         "yields", "parks", "threads", "borrows",
 		         "top call site (its share of contended)");
 	for (size_t i = 0; i < shown; i++) {
 		const struct merged *m = &merged[i];
@@ -603,11 +701,11 @@ long ts_stats_report(int fd, const char *prefix, uint32_t top)
 		         m->ahead_max);
 		snprintf(delay, sizeof(delay), "%s/%s", now, max);
 		put_line(fd, prefix,
-		         "stats: %18p %10llu %10llu %13s %7.1f %15s %8llu %8llu %7llu %7u  %s %llu%%%s",
+		         "stats: %18p %10llu %10llu %13s %7.1f %15s %8llu %8llu %7u %7llu  %s %llu%%%s",
 		         m->lock, (unsigned long long)m->total, (unsigned long long)m->contended,
 		         ahead, (double)m->polls / m->contended, delay,
 		         (unsigned long long)m->yields, (unsigned long long)m->parks,
-		         (unsigned long long)m->borrows, m->threads,
+		         m->threads, (unsigned long long)m->borrows,
 		         site, (unsigned long long)(m->site_count * 100 / m->contended),
 		         m->sites > 1 ? " (of several sites)" : "");
 	}

@@ -33,6 +33,9 @@ struct ts_wait_stats {
 void ts_stats_record(const void *lock, uint16_t ticket, const void *caller,
                      const struct ts_wait_stats *wait, uint32_t delay);
 
+/* Notes that pthread_spin_init() reset @lock (its tickets restart from 0). */
+void ts_stats_init(const void *lock);
+
 /*
  * Merges every thread's records and writes the report to @fd, at most @top
  * locks, each line prefixed with @prefix.  Returns the number of contended

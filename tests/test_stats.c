@@ -24,7 +24,7 @@ struct event {
 	const void *caller;
 	uint16_t ahead;
 	uint32_t polls, delay;
-	uint32_t borrowed;   /* 1: a borrowed turn, its ticket meaningless */
+	uint32_t borrowed;   /* 1: a borrowed turn, its ticket meaningless; 2: pthread_spin_init */
 };
 
 static struct event *events;
@@ -46,7 +46,10 @@ static void *recorder(void *arg)
 		}
 		struct ts_wait_stats w = { .polls = events[i].polls, .yields = 1,
 			                   .borrows = events[i].borrowed, .ahead = events[i].ahead };
-		ts_stats_record(events[i].lock, (uint16_t)(events[i].k * TS_TICKET_STEP), events[i].caller, &w,
+		if (events[i].borrowed == 2)
+			ts_stats_init(events[i].lock);
+		else
+			ts_stats_record(events[i].lock, (uint16_t)(events[i].k * TS_TICKET_STEP), events[i].caller, &w,
 		                events[i].delay);
 		__atomic_store_n(&turn, i + 1, __ATOMIC_RELEASE);
 	}
@@ -102,10 +105,10 @@ static bool row_of(const char *text, const void *lock, struct row *row)
 	if (line == NULL)
 		return false;
 	line += strlen(key);
-	cr_assert_eq(sscanf(line, "%llu %llu %lf/%u %lf %63s %llu %llu %llu %u %511[^\n]",
+	cr_assert_eq(sscanf(line, "%llu %llu %lf/%u %lf %63s %llu %llu %u %llu %511[^\n]",
 	                    &row->total, &row->contended, &row->ahead_avg, &row->ahead_max,
-	                    &row->polls, row->delay, &row->yields, &row->parks, &row->borrows,
-	                    &row->threads, row->site),
+	                    &row->polls, row->delay, &row->yields, &row->parks, &row->threads,
+	                    &row->borrows, row->site),
 	             11, "cannot parse: %s", line);
 	return true;
 }
@@ -184,6 +187,31 @@ Test(stats_merge, borrowed_turns_count_apart)
 	cr_assert_eq(row.borrows, 3, "%s", text);
 	cr_assert_eq(row.contended, 14, "%s", text);
 	cr_assert_eq(row.total, 101 + 3, "%s", text);
+}
+
+Test(stats_merge, init_restarts_the_count)
+{
+	struct event ev[64];
+	struct row row;
+	long n;
+
+	events = ev;
+	add(1, &lock_a, 0, NULL); /* an init before any contention does not count */
+	events[nevents - 1].borrowed = 2;
+	for (uint64_t k = 7; k <= 100; k += 10)
+		add(0, &lock_a, k, NULL);
+	add(1, &lock_a, 0, NULL); /* re-initialised: tickets restart from 0 */
+	events[nevents - 1].borrowed = 2;
+	for (uint64_t k = 5; k <= 55; k += 10)
+		add((int)(k / 10) % 2, &lock_a, k, NULL);
+	add(1, &lock_a, 0, NULL); /* after the last contended acquisition: no count */
+	events[nevents - 1].borrowed = 2;
+	record_all(2);
+	char *text = report(20, &n);
+	cr_assert(row_of(text, &lock_a, &row), "%s", text);
+	cr_assert_eq(row.contended, 10 + 6, "%s", text);
+	/* 7..97 (91), then 0..55 (56) */
+	cr_assert_eq(row.total, 91 + 56, "%s", text);
 }
 
 Test(stats_merge, sorted_by_contention_and_cut_at_top)
