@@ -12,6 +12,7 @@
 
 #include "misuse.h"
 #include "options.h"
+#include "stats.h"
 #include "ticket_lock.h"
 
 #define TS_EXPORT __attribute__((visibility("default")))
@@ -30,6 +31,8 @@ TS_EXPORT int pthread_spin_init(pthread_spinlock_t *lock, int pshared)
 		return EINVAL;
 	/* Publication to other threads is the caller's business, as with glibc. */
 	__atomic_store_n(word_of(lock), 0, __ATOMIC_RELAXED);
+	if (ts_config()->stats != NULL)
+		ts_stats_init(word_of(lock)); /* tickets restart: TICKET_STATS totals must know */
 	return 0;
 }
 
