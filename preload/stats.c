@@ -561,8 +561,10 @@ long ts_stats_report(int fd, const char *prefix, uint32_t top)
 	char *memory;
 
 	for (struct thread_stats *t = head; t != NULL; t = t->next) {
-		nthreads++;
-		nlocks += __atomic_load_n(&t->nlocks, __ATOMIC_RELAXED);
+		uint32_t n = __atomic_load_n(&t->nlocks, __ATOMIC_RELAXED);
+
+		nthreads += n > 0; /* threads that only initialised locks do not count */
+		nlocks += n;
 		nsites += __atomic_load_n(&t->nsites, __ATOMIC_RELAXED);
 		nsegs += __atomic_load_n(&t->nsegs, __ATOMIC_ACQUIRE);
 		ninits += __atomic_load_n(&t->ninits, __ATOMIC_ACQUIRE);
