@@ -15,14 +15,14 @@
  */
 #include <dlfcn.h>
 #include <pthread.h>
-
-#include "ticket_lock.h"
 #include <sched.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+
+#include "ticket_lock.h"
 
 struct counted {
 	pthread_spinlock_t lock;

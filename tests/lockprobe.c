@@ -16,8 +16,6 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <pthread.h>
-
-#include "ticket_lock.h"
 #include <sched.h>
 #include <stdatomic.h>
 #include <stdint.h>
@@ -27,15 +25,9 @@
 #include <time.h>
 #include <unistd.h>
 
-static const char *provider(const char *name)
-{
-	Dl_info info;
-	void *address = dlsym(RTLD_DEFAULT, name);
+#include "symbol_provider.h"
+#include "ticket_lock.h"
 
-	if (address == NULL || !dladdr(address, &info) || info.dli_fname == NULL)
-		return "(none)";
-	return info.dli_fname;
-}
 
 struct guarded {
 	pthread_spinlock_t lock;
@@ -217,11 +209,11 @@ int main(int argc, char **argv)
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	if (argc < 2)
 		return 2;
-	printf("provider %s\n", provider("pthread_spin_lock"));
+	printf("provider %s\n", provider_of("pthread_spin_lock"));
 	if (strcmp(argv[1], "provider") == 0) {
 		printf("init %s\ndestroy %s\ntrylock %s\nunlock %s\n",
-		       provider("pthread_spin_init"), provider("pthread_spin_destroy"),
-		       provider("pthread_spin_trylock"), provider("pthread_spin_unlock"));
+		       provider_of("pthread_spin_init"), provider_of("pthread_spin_destroy"),
+		       provider_of("pthread_spin_trylock"), provider_of("pthread_spin_unlock"));
 		return 0;
 	}
 	if (strcmp(argv[1], "hammer") == 0 && (argc == 5 || argc == 6)) {

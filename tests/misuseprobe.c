@@ -19,8 +19,6 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <pthread.h>
-
-#include "ticket_lock.h"
 #include <sched.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -28,6 +26,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "symbol_provider.h"
 #include "ticket_lock.h"
 
 #define NOINLINE __attribute__((noinline, visibility("default")))
@@ -43,15 +42,6 @@ static int failures;
 		}                                         \
 	} while (0)
 
-static const char *provider(const char *name)
-{
-	Dl_info info;
-	void *address = dlsym(RTLD_DEFAULT, name);
-
-	if (address == NULL || !dladdr(address, &info) || info.dli_fname == NULL)
-		return "(none)";
-	return info.dli_fname;
-}
 
 static uint32_t word_of(pthread_spinlock_t *lock)
 {
@@ -274,7 +264,7 @@ int main(int argc, char **argv)
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	if (argc < 2)
 		return 2;
-	printf("provider %s\n", provider("pthread_spin_lock"));
+	printf("provider %s\n", provider_of("pthread_spin_lock"));
 	if (strcmp(argv[1], "unlock") == 0 && argc == 2)
 		return mode_unlock();
 	if (strcmp(argv[1], "destroy") == 0 && argc == 2)

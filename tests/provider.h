@@ -9,22 +9,9 @@
 #define TICKETSPIN_TEST_PROVIDER_H
 
 #include <criterion/criterion.h>
-#include <dlfcn.h>
 #include <string.h>
 
-static inline const char *provider_of_address(const void *address)
-{
-	Dl_info info;
-
-	if (address == NULL || dladdr(address, &info) == 0 || info.dli_fname == NULL)
-		return "(none)";
-	return info.dli_fname;
-}
-
-static inline const char *provider_of(const char *name)
-{
-	return provider_of_address(dlsym(RTLD_DEFAULT, name));
-}
+#include "symbol_provider.h"
 
 static inline int provided_by_ticketspin(const char *name)
 {

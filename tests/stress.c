@@ -49,6 +49,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "symbol_provider.h"
+
 #ifdef STRESS_CORE
 #include "ticket_lock.h"
 typedef ts_word_t stress_lock_t;
@@ -74,21 +76,11 @@ static int s_unlock(stress_lock_t *l)
 }
 #else
 typedef pthread_spinlock_t stress_lock_t;
-#define PROVIDER provider("pthread_spin_lock")
+#define PROVIDER provider_of("pthread_spin_lock")
 #define s_init pthread_spin_init
 #define s_lock pthread_spin_lock
 #define s_trylock pthread_spin_trylock
 #define s_unlock pthread_spin_unlock
-
-static const char *provider(const char *name)
-{
-	Dl_info info;
-	void *address = dlsym(RTLD_DEFAULT, name);
-
-	if (address == NULL || !dladdr(address, &info) || info.dli_fname == NULL)
-		return "(none)";
-	return info.dli_fname;
-}
 #endif
 
 #define MAX_LOCKS   64
