@@ -63,7 +63,7 @@
 #define SITE_SLOTS_LOG2 11
 #define SITE_SLOTS      (1u << SITE_SLOTS_LOG2)
 #define SITE_LIMIT      (SITE_SLOTS / 4 * 3)
-#define SEG_LIMIT       16384u /* closed segments kept per thread */
+#define SEG_LIMIT       65536u /* closed segments kept per thread (2.5 MB, touched as used) */
 #define INIT_LIMIT      4096u  /* pthread_spin_init() calls kept per thread */
 /*
  * A thread's own observations more than this apart start a new segment: the
@@ -239,10 +239,12 @@ void ts_stats_record(const void *lock, uint16_t ticket, const void *caller,
 				/* RELEASE pairs with the ACQUIRE load in the merge. */
 				__atomic_store_n(&t->nsegs, t->nsegs + 1, __ATOMIC_RELEASE);
 				g->lock = NULL;
-			} else if (g->epoch != epoch) {
-				t->dropped_segs++; /* must end, cannot be kept */
-				g->lock = NULL;
-			} /* else the log is full: the segment goes on across the gap */
+			} else {
+				t->dropped_segs++; /* the total may be short from here */
+				if (g->epoch != epoch)
+					g->lock = NULL; /* must end, cannot be kept */
+				/* else the segment goes on across the gap */
+			}
 		}
 		if (g->lock != NULL) {
 			g->span += ts_tickets_between(g->last_ticket, ticket);
