@@ -18,35 +18,70 @@
  * lock's entry starts from the minimum instead of inheriting its delay;
  * "single" keeps one delay per thread for every lock.
  *
- * Waiting policy (TICKET_WAIT) - what to do when the queue stops moving, i.e.
- * "serving" has not changed for TICKET_SPIN pauses.  The kernel never needs
- * this (it spins with preemption off); a user-space ticket lock does, since
- * the holder or the next in line may be descheduled, and then everyone behind
- * burns whole time slices.  What we chose, and why:
- *  - spin:  nothing; the reference ticket lock for experiments.
- *  - yield: sched_yield(), which lets a descheduled holder or next in line on
- *           our CPU run.  Cheap, keeps FIFO, but all waiters stay runnable.
- *  - park (default): the next in line yields (it must stay runnable: nobody
- *           would wake it), the others sleep on a futex on the lock word.
- *           Unlock stays one load and one store: instead of the unlocker,
- *           each waiter that acquires the lock in this slow path wakes the one
- *           behind it, which then has our whole critical section to get back
- *           on a CPU.  That chain reaches every parked waiter, since every
- *           hand-over to a waiter ends here.  This is the spin-then-park of
- *           glibc's adaptive mutex and of LiTL's spin-then-park locks, with
- *           the wake-up moved out of unlock as in time-published locks'
- *           successor hand-over.  FIFO order is kept exactly.
+ * Waiting when threads are not running.  The kernel never needs this (it
+ * spins with preemption off); a user-space ticket lock does: the holder, or
+ * the waiter whose turn comes next, may be off its CPU, and then everyone
+ * behind it burns whole time slices (a plain ticket lock on 2 CPUs with 3
+ * threads runs hundreds of times slower than glibc's test-and-set lock).  We
+ * read how others cope before choosing: glibc's adaptive mutex and LiTL's
+ * spin-then-park locks (spin a while, then sleep), time-published locks (a
+ * waiter that is not running is passed over), preemptable ticket locks
+ * (ticket order with a timeout after which order is given up), and TWA
+ * (waiting away from the lock word; it reduces traffic, not preemption).
+ * What we chose, each piece within the 4-byte word and with unlock kept to a
+ * load and a store:
  *
- * Why no lost wake-up: a waiter parks only after setting TS_PARKED with a
+ *  1. Spin, then give way (TICKET_WAIT), when "serving" has not moved for
+ *     TICKET_SPIN pauses.  spin: never (the reference ticket lock).  yield:
+ *     sched_yield().  park (default): the next in line yields (it must stay
+ *     runnable: nobody would wake it), after 16 budgets rather than one since
+ *     the yield itself is what takes it off the CPU just before its turn; the
+ *     others sleep on a futex on the lock word.  Instead of the unlocker,
+ *     each waiter served in this slow path wakes the one behind it, which
+ *     then has a whole critical section to get back on a CPU; the chain
+ *     reaches every parked waiter, since every hand-over to a waiter ends
+ *     here.  Spin-then-park as in glibc and LiTL, the wake-up moved out of
+ *     unlock to the successor as in time-published locks.
+ *  2. A bounded line (TICKET_QUEUE, default: the CPUs we may run on).  More
+ *     tickets in line than CPUs means some ticket's holder is not running, so
+ *     the last in line withdraws its ticket (safe: no one holds a later one)
+ *     and waits outside, drawing again when the line is shorter.  Unlike
+ *     preemptable ticket locks, no one is passed over for this: only the
+ *     tail leaves.
+ *  3. Lending a stalled turn.  Once a waiter has seen the line stall, it sets
+ *     TS_SLOW and unlocks mark the turn they hand over (TS_HANDOFF): the
+ *     waiter served must claim it with a CAS.  A turn unclaimed for the spin
+ *     budget belongs to a waiter that is not running; a thread holding no
+ *     ticket (outside the line, or the last in line, withdrawing) may then
+ *     hold the lock in its place (TS_BORROWED) and its unlock hands the turn
+ *     back.  The waiter keeps its ticket, so no ticket is ever skipped: that
+ *     is what makes this safe where skipping a ticket is not (a skipped
+ *     waiter that sleeps through 16,384 acquisitions would see its old
+ *     ticket number served again, and think it was its turn).
+ *  4. Taking turns: a thread that has had 32 acquisitions in a row while
+ *     others wait outside steps out and yields, so that the threads that
+ *     happen to be running do not keep the short line to themselves.
+ *
+ * What is not FIFO, then: entry into a full line (a race among the threads
+ * outside), and lent turns (a waiter that is not running waits one more
+ * critical section per lend; a running one claims its turn within
+ * nanoseconds, before the spin budget runs out).  TICKET_QUEUE=0 turns 2-4
+ * off: strict FIFO.  In fast mode (no stall seen) none of this costs anything:
+ * hand-overs are not marked and waiters do not claim.
+ *
+ * Why no lost wake-up: a waiter parks only after setting TS_SLOW with a
  * fetch-or, and only if that fetch-or saw it two or more tickets from being
  * served; the futex then sleeps only while the word is still what it saw.
  * The waiter behind ours sees its turn come only through the unlock store
  * that made us owner; if its fetch-or came first, our acquiring load (which
- * reads that store's word, "next" half included) sees TS_PARKED and we wake
- * it; if the store came first, its fetch-or returns a word in which it is
- * next in line, and it does not sleep.  The futex calls use the shared
- * (not _PRIVATE) form, so waiters in other processes are woken too: four bytes
- * do not tell us whether the lock was initialised PTHREAD_PROCESS_SHARED.
+ * reads that store's word, "next" half included) sees TS_SLOW and we wake it;
+ * if the store came first, its fetch-or returns a word in which it is next
+ * in line, and it does not sleep.  Only a waiter served here clears TS_SLOW,
+ * and only when at most one ticket is behind its own (that one it wakes).
+ * Withdrawing (2, 3) takes only the last ticket, behind which no one can be
+ * parked.  The futex calls use the shared (not _PRIVATE) form, so waiters in
+ * other processes are woken too: four bytes do not tell us whether the lock
+ * was initialised PTHREAD_PROCESS_SHARED.
  */
 #include "slowpath.h"
 
