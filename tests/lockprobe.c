@@ -190,7 +190,7 @@ static int fifo(int waiters, int rounds, long linger_us)
 	return ok ? 0 : 1;
 }
 
-/* wrap: start a few tickets before the 15-bit ticket counter wraps. */
+/* wrap: start a few tickets before the 14-bit ticket counter wraps. */
 static int wrap(int threads, long n)
 {
 	nlocks = 1;

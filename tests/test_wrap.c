@@ -1,4 +1,4 @@
-/* The 15-bit tickets wrap: more than 65,536 acquisitions, with threads waiting
+/* The 14-bit tickets wrap: more than 65,536 acquisitions, with threads waiting
  * across the wrap (the lock starts six tickets before it). */
 #include "modes.h"
 #include "probe_run.h"
