@@ -283,8 +283,11 @@ static struct parking_slot *parking_slot_of(uint32_t hash)
 	return &parking[hash >> (32 - TS_PARKING_BITS)];
 }
 
-/* Sleeps until woken or TS_OUTSIDE_NAP_NS pass, unless the line has room. */
-static void outside_sleep(ts_word_t *lock, uint32_t hash, uint32_t queue_max)
+/*
+ * Sleeps until woken or TS_OUTSIDE_NAP_NS pass.  With @only_if_full, not if
+ * the line has room by the time we are counted among the sleepers.
+ */
+static void outside_sleep(ts_word_t *lock, uint32_t hash, uint32_t queue_max, bool only_if_full)
 {
 	struct parking_slot *slot = parking_slot_of(hash);
 	uint32_t seq = __atomic_load_n(&slot->seq, __ATOMIC_ACQUIRE);
@@ -293,7 +296,7 @@ static void outside_sleep(ts_word_t *lock, uint32_t hash, uint32_t queue_max)
 	/* SEQ_CST: ordered before the word's re-check, against the waker's bump. */
 	__atomic_fetch_add(&slot->sleepers, 1, __ATOMIC_SEQ_CST);
 	word = __atomic_load_n(lock, __ATOMIC_RELAXED);
-	if (ts_tickets_between(ts_serving(word), ts_next(word)) >= queue_max) {
+	if (!only_if_full || ts_tickets_between(ts_serving(word), ts_next(word)) >= queue_max) {
 		struct timespec nap = { 0, TS_OUTSIDE_NAP_NS };
 
 		syscall(SYS_futex, &slot->seq, FUTEX_WAIT_PRIVATE, seq, &nap, NULL, 0);
@@ -523,19 +526,12 @@ static bool wait_outside(struct waiter *w, bool sleep_first)
 {
 	const struct ts_config *cfg = w->cfg;
 	uint32_t seen_low = UINT32_MAX;
-	uint64_t stalled = 0, spun = sleep_first ? cfg->spin_budget : 0;
+	uint64_t stalled = 0, spun = 0;
 
 	if (sleep_first) {
-		/* Not outside_sleep(): the line has room (we just left it), by design. */
-		struct parking_slot *slot = parking_slot_of(w->hash);
-		uint32_t seq = __atomic_load_n(&slot->seq, __ATOMIC_ACQUIRE);
-		struct timespec nap = { 0, TS_OUTSIDE_NAP_NS };
-
-		__atomic_fetch_add(&slot->sleepers, 1, __ATOMIC_SEQ_CST);
-		syscall(SYS_futex, &slot->seq, FUTEX_WAIT_PRIVATE, seq, &nap, NULL, 0);
-		__atomic_fetch_sub(&slot->sleepers, 1, __ATOMIC_RELAXED);
+		/* The line has room (we just left it): that is the point, sleep anyway. */
+		outside_sleep(w->lock, w->hash, cfg->queue_max, false);
 		w->st.parks++;
-		spun = 0;
 	}
 	for (;;) {
 		/* ACQUIRE: a borrow below takes the lock from the unlock that wrote this. */
@@ -562,7 +558,7 @@ static bool wait_outside(struct waiter *w, bool sleep_first)
 		}
 		if (cfg->wait != TS_WAIT_SPIN && spun >= cfg->spin_budget) {
 			if (cfg->wait == TS_WAIT_PARK) {
-				outside_sleep(w->lock, w->hash, cfg->queue_max);
+				outside_sleep(w->lock, w->hash, cfg->queue_max, true);
 				w->st.parks++;
 			} else {
 				sched_yield();
