@@ -23,7 +23,4 @@ uint32_t ts_lock_hash(const void *lock);
  */
 uint32_t ts_delay_of(const struct ts_config *cfg, const void *lock);
 
-/* Forgets the calling thread's tuned delays (tests start from a clean slate). */
-void ts_delay_reset(void);
-
 #endif
