@@ -62,13 +62,13 @@ bool ts_misuse_suspect_word(const void *lock, uint32_t word, uint16_t ticket,
 
 /*
  * The slow-path hook: cheap enough to call at every entry of ts_lock_slow().
- * Loads the word and calls ts_misuse_suspect_word() only when more than
+ * @word: the lock word read after drawing @ticket.  Calls
+ * ts_misuse_suspect_word() only when more than
  * TS_MISUSE_AHEAD_CHEAP tickets are ahead of @ticket.
  */
-static inline void ts_misuse_check_line(ts_word_t *lock, uint16_t ticket, const void *caller)
+static inline void ts_misuse_check_line(ts_word_t *lock, uint32_t word, uint16_t ticket,
+                                        const void *caller)
 {
-	uint32_t word = __atomic_load_n(lock, __ATOMIC_RELAXED);
-
 	if (__builtin_expect(ts_tickets_between(ts_serving(word), ticket) > TS_MISUSE_AHEAD_CHEAP, 0))
 		(void)ts_misuse_suspect_word(lock, word, ticket, caller);
 }

@@ -170,12 +170,6 @@ uint32_t ts_delay_of(const struct ts_config *cfg, const void *lock)
 	return entry_delay(cfg, delay_entry(cfg, hash), hash);
 }
 
-void ts_delay_reset(void)
-{
-	for (size_t i = 0; i < sizeof(delay_table) / sizeof(delay_table[0]); i++)
-		delay_table[i] = (struct ts_delay_entry){ 0 };
-}
-
 static void pause_for(uint64_t pauses)
 {
 	while (pauses-- > 0)
@@ -589,10 +583,9 @@ void ts_lock_slow(ts_word_t *lock, uint16_t ticket, const void *caller)
 	uint32_t word;
 
 	/* More tickets ahead than threads exist: report the word (misuse.c), then wait anyway. */
-	ts_misuse_check_line(lock, ticket, caller);
-	if (cfg->stats != NULL)
-		w.st.ahead = ts_tickets_between(ts_serving(__atomic_load_n(lock, __ATOMIC_RELAXED)),
-		                                ticket);
+	word = __atomic_load_n(lock, __ATOMIC_RELAXED);
+	ts_misuse_check_line(lock, word, ticket, caller);
+	w.st.ahead = ts_tickets_between(ts_serving(word), ticket);
 	w.delay = entry_delay(cfg, w.entry, hash);
 	if (cfg->table == TS_TABLE_HASHED && w.entry->tag != hash)
 		*w.entry = (struct ts_delay_entry){ .tag = hash, .delay = w.delay };
