@@ -1,5 +1,6 @@
 /*
- * log.h - one line at a time to stderr, never stdout.
+ * log.h - one line at a time to stderr, never stdout, and what the reports
+ * (misuse.c, stall.c) share: naming an address, and a rate limit.
  *
  * Safe where stdio may not be: formats into a stack buffer and writes it with
  * a single write(2), so concurrent lines do not interleave, no stdio lock is
@@ -8,6 +9,40 @@
 #ifndef TICKETSPIN_LOG_H
 #define TICKETSPIN_LOG_H
 
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
 void ts_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/*
+ * "0x55d0c3a4b040 (prog+0x4040)", or "(libfoo.so+0x10, name+0x10)" when a
+ * dynamic symbol covers @address; just the address for heap and stack.  The
+ * offset is what addr2line -e takes.  Calls dladdr(), which takes the dynamic
+ * loader's lock: not for a fast path.
+ */
+void ts_describe_address(char *buf, size_t size, const void *address);
+
+/*
+ * A report rate limit: the first @burst reports always pass, later ones at
+ * most one a second.  Zero-initialise with TS_RATE_LIMIT(burst).
+ */
+struct ts_rate_limit {
+	uint64_t burst;
+	uint64_t started;
+	int64_t last_second;
+	uint64_t suppressed;
+};
+#define TS_RATE_LIMIT(n) { .burst = (n), .last_second = -1 }
+
+/*
+ * May a report be printed now?  *@skipped receives how many were suppressed
+ * since the last one printed; ts_suppressed_note() words it for the line.
+ */
+bool ts_rate_allows(struct ts_rate_limit *limit, uint64_t *skipped);
+void ts_suppressed_note(char *buf, size_t size, uint64_t skipped);
+
+/* CLOCK_MONOTONIC_COARSE seconds (0 if unavailable). */
+int64_t ts_coarse_seconds(void);
 
 #endif

@@ -60,85 +60,15 @@ static bool first_report(const void *lock, enum ts_misuse_kind kind)
 	return true;
 }
 
-static uint64_t reports_started;
-static int64_t last_limited_second = -1;
-static uint64_t suppressed;
-
-static int64_t coarse_seconds(void)
-{
-	struct timespec ts;
-
-	if (clock_gettime(CLOCK_MONOTONIC_COARSE, &ts) != 0)
-		return 0;
-	return (int64_t)ts.tv_sec;
-}
-
-/*
- * May we print a report now?  The first TS_MISUSE_BURST always; later ones at
- * most one a second.  *@skipped receives how many were suppressed since the
- * last printed report.
- */
-static bool rate_allows(uint64_t *skipped)
-{
-	int64_t now, last;
-
-	*skipped = 0;
-	if (__atomic_fetch_add(&reports_started, 1, __ATOMIC_RELAXED) < TS_MISUSE_BURST)
-		return true;
-	now = coarse_seconds();
-	last = __atomic_load_n(&last_limited_second, __ATOMIC_RELAXED);
-	if (now != last && __atomic_compare_exchange_n(&last_limited_second, &last, now, false,
-	                                               __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
-		*skipped = __atomic_exchange_n(&suppressed, 0, __ATOMIC_RELAXED);
-		return true;
-	}
-	__atomic_fetch_add(&suppressed, 1, __ATOMIC_RELAXED);
-	return false;
-}
+/* Reports beyond the first TS_MISUSE_BURST (all kinds together): one a second. */
+static struct ts_rate_limit misuse_rate = TS_RATE_LIMIT(TS_MISUSE_BURST);
 
 /* Counts the misuse; true when it should be printed (first for this lock, rate allowing). */
 static bool should_report(const void *lock, enum ts_misuse_kind kind, uint64_t *skipped)
 {
 	__atomic_fetch_add(&detected[kind], 1, __ATOMIC_RELAXED);
 	*skipped = 0;
-	return first_report(lock, kind) && rate_allows(skipped);
-}
-
-/*
- * "0x55d0c3a4b040 (prog+0x4040)", or "(libfoo.so:name+0x10)" when a dynamic
- * symbol covers @address; just the address for heap and stack.  The offset is
- * what addr2line -e takes.
- */
-static void describe(char *buf, size_t size, const void *address)
-{
-	Dl_info info;
-	const char *file;
-
-	if (address == NULL || dladdr(address, &info) == 0 || info.dli_fbase == NULL) {
-		snprintf(buf, size, "%p", address);
-		return;
-	}
-	file = info.dli_fname != NULL ? strrchr(info.dli_fname, '/') : NULL;
-	file = file != NULL ? file + 1 : info.dli_fname;
-	if (file == NULL || file[0] == '\0')
-		file = program_invocation_short_name; /* the main program has no l_name */
-	if (info.dli_sname != NULL && info.dli_saddr != NULL)
-		snprintf(buf, size, "%p (%s+%#lx, %s+%#lx)", address, file,
-		         (unsigned long)((const char *)address - (const char *)info.dli_fbase),
-		         info.dli_sname,
-		         (unsigned long)((const char *)address - (const char *)info.dli_saddr));
-	else
-		snprintf(buf, size, "%p (%s+%#lx)", address, file,
-		         (unsigned long)((const char *)address - (const char *)info.dli_fbase));
-}
-
-static void suppressed_note(char *buf, size_t size, uint64_t skipped)
-{
-	if (skipped == 0)
-		buf[0] = '\0';
-	else
-		snprintf(buf, size, " [%llu earlier report%s suppressed by the rate limit]",
-		         (unsigned long long)skipped, skipped == 1 ? "" : "s");
+	return first_report(lock, kind) && ts_rate_allows(&misuse_rate, skipped);
 }
 
 /* Tickets as counted by people: halves advance by two. */
@@ -154,9 +84,9 @@ void ts_misuse_unlock_unheld(const void *lock, uint32_t word, const void *caller
 
 	if (!should_report(lock, TS_MISUSE_UNLOCK_UNHELD, &skipped))
 		return;
-	describe(where, sizeof(where), lock);
-	describe(from, sizeof(from), caller);
-	suppressed_note(note, sizeof(note), skipped);
+	ts_describe_address(where, sizeof(where), lock);
+	ts_describe_address(from, sizeof(from), caller);
+	ts_suppressed_note(note, sizeof(note), skipped);
 	ts_log("misuse: pthread_spin_unlock(%s) called from %s: the lock is not held "
 	       "(word 0x%08x); returned EPERM, lock left unchanged "
 	       "(reported once per lock)%s",
@@ -171,9 +101,9 @@ void ts_misuse_destroy_held(const void *lock, uint32_t word, const void *caller)
 
 	if (!should_report(lock, TS_MISUSE_DESTROY_HELD, &skipped))
 		return;
-	describe(where, sizeof(where), lock);
-	describe(from, sizeof(from), caller);
-	suppressed_note(note, sizeof(note), skipped);
+	ts_describe_address(where, sizeof(where), lock);
+	ts_describe_address(from, sizeof(from), caller);
+	ts_suppressed_note(note, sizeof(note), skipped);
 	ts_log("misuse: pthread_spin_destroy(%s) called from %s: the lock is held "
 	       "(word 0x%08x, %u thread%s waiting); returned 0 as glibc does, lock left "
 	       "unchanged (reported once per lock)%s",
@@ -190,7 +120,7 @@ static uint64_t threads_cache; /* count << 32 | second the count was read (low 3
 static uint32_t system_threads(void)
 {
 	uint64_t cached = __atomic_load_n(&threads_cache, __ATOMIC_RELAXED);
-	uint32_t now = (uint32_t)coarse_seconds();
+	uint32_t now = (uint32_t)ts_coarse_seconds();
 	uint32_t count = 0;
 	char buf[128];
 	ssize_t n;
@@ -244,9 +174,9 @@ bool ts_misuse_suspect_word(const void *lock, uint32_t word, uint16_t ticket,
 		return false;
 	if (!should_report(lock, TS_MISUSE_SUSPECT_WORD, &skipped))
 		return true;
-	describe(where, sizeof(where), lock);
-	describe(from, sizeof(from), caller);
-	suppressed_note(note, sizeof(note), skipped);
+	ts_describe_address(where, sizeof(where), lock);
+	ts_describe_address(from, sizeof(from), caller);
+	ts_suppressed_note(note, sizeof(note), skipped);
 	ts_log("misuse: pthread_spin_lock(%s) called from %s: word 0x%08x is not a valid ticket "
 	       "lock: %u tickets ahead of ours (serving %u, ours %u) but only %u threads on the "
 	       "system; not initialised with pthread_spin_init, overwritten, or written by "

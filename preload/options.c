@@ -167,6 +167,16 @@ static uint32_t default_queue_max(void)
 	return cpus < 2 ? 2 : (uint32_t)cpus;
 }
 
+static bool parse_stall_ms(const char *raw, struct ts_config *cfg)
+{
+	long value;
+
+	if (!parse_long(raw, 0, TS_STALL_MS_MAX, &value))
+		return false;
+	cfg->stall_ms = (uint32_t)value;
+	return true;
+}
+
 static bool parse_stats(const char *raw, struct ts_config *cfg)
 {
 	if (strcmp(raw, "0") == 0)
@@ -216,7 +226,8 @@ static const struct ts_option options[] = {
 	{ "TICKET_DELAY_HASH_BITS", "an integer 0..10", parse_hash_bits },
 	{ "TICKET_WAIT", "spin, yield or park", parse_wait },
 	{ "TICKET_SPIN", "an integer 1..100000000", parse_spin },
-	{ "TICKET_QUEUE", "0 (no bound) or an integer 2..32767", parse_queue },
+	{ "TICKET_QUEUE", "0 (no bound) or an integer 2..16383", parse_queue },
+	{ "TICKET_STALL_MS", "0 (off) or milliseconds 1..86400000", parse_stall_ms },
 	{ "TICKET_STATS", "0, 1 (stderr) or a file name", parse_stats },
 	{ "TICKET_STATS_TOP", "an integer 1..1000000", parse_stats_top },
 	{ "TICKET_STRICT", "0 or 1", parse_strict },
@@ -232,6 +243,7 @@ static const struct ts_config defaults = {
 	.hash_bits = 6,
 	.wait = TS_WAIT_PARK,
 	.spin_budget = 2000,
+	.stall_ms = 1000,
 	.stats = NULL,
 	.stats_top = 20,
 	.strict = false,
@@ -292,10 +304,10 @@ static void report(const struct ts_config *cfg)
 	if (cfg->delay_mode == TS_DELAY_FIXED)
 		snprintf(fixed, sizeof(fixed), " factor=%u", cfg->delay_factor);
 	ts_log("delay=%s%s min=%u max=%u table=%s hash_bits=%u wait=%s spin=%u "
-	       "queue=%u stats=%s stats_top=%u strict=%d",
+	       "queue=%u stall_ms=%u stats=%s stats_top=%u strict=%d",
 	       delay_mode_name(cfg), fixed, cfg->delay_min, cfg->delay_max,
 	       cfg->table == TS_TABLE_HASHED ? "hashed" : "single", cfg->hash_bits,
-	       wait_name(cfg->wait), cfg->spin_budget, cfg->queue_max,
+	       wait_name(cfg->wait), cfg->spin_budget, cfg->queue_max, cfg->stall_ms,
 	       cfg->stats == NULL ? "off" : cfg->stats[0] == '\0' ? "stderr" : cfg->stats,
 	       cfg->stats_top, cfg->strict);
 }

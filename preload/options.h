@@ -27,7 +27,7 @@ enum ts_delay_table {
 enum ts_wait_policy {
 	TS_WAIT_SPIN,  /* never give the CPU away (reference ticket lock) */
 	TS_WAIT_YIELD, /* sched_yield() when the queue stops moving */
-	TS_WAIT_PARK,  /* yield when next in line, sleep on a futex otherwise */
+	TS_WAIT_PARK,  /* sleep on a futex, woken when the turn comes near */
 };
 
 struct ts_config {
@@ -40,6 +40,7 @@ struct ts_config {
 	enum ts_wait_policy wait;
 	uint32_t spin_budget;    /* pauses without progress before yielding/parking */
 	uint32_t queue_max;      /* most tickets in line before the tail steps out; 0: no bound */
+	uint32_t stall_ms;       /* report a wait longer than this (stall.c); 0: never */
 	const char *stats;       /* NULL (off), "" (stderr) or a file name */
 	uint32_t stats_top;
 	bool strict;
@@ -49,6 +50,7 @@ struct ts_config {
 #define TS_DELAY_FACTOR_MAX 100000u
 #define TS_DELAY_LIMIT      1000000u /* largest TICKET_DELAY_MIN/MAX */
 #define TS_HASH_BITS_MAX    10u
+#define TS_STALL_MS_MAX     86400000u /* a day */
 
 const struct ts_config *ts_config(void);
 

@@ -11,19 +11,23 @@
  * Tickets advance by four, so the two low bits of each half are flags:
  *
  *   bit  0 TS_HANDOFF  the served ticket's holder has not claimed its turn
- *                      yet.  Set by an unlock only in slow mode (TS_SLOW) and
- *                      when a waiter exists; the waiter then claims with a
- *                      CAS.  In fast mode a waiter owns the lock the moment it
- *                      is served, as in any ticket lock.
+ *                      yet.  Set by an unlock only in lending mode
+ *                      (TS_LENDING) and when a waiter exists; the waiter then
+ *                      claims with a CAS.  Otherwise a waiter owns the lock
+ *                      the moment it is served, as in any ticket lock.
  *   bit  1 TS_BORROWED a thread holding no ticket holds the lock during an
  *                      unclaimed turn (the served waiter is not running); its
  *                      unlock gives the turn back (TS_HANDOFF again), so the
  *                      served waiter never loses its place.
- *   bit 16 TS_SLOW     the line has stalled recently, and some waiter may be
- *                      asleep on the futex of this word.  In the "next" half,
- *                      which the unlocking store never writes, so an unlock
- *                      cannot clear it.
- *   bit 17             always zero.
+ *   bit 16 TS_LENDING  lending mode: the line has stalled recently, so
+ *                      unlocks mark the turns they hand over, and a turn left
+ *                      unclaimed may be lent (slowpath.c).
+ *   bit 17 TS_SLEEPERS a waiter may be asleep on this word's futex: unlocks
+ *                      wake the waiter they serve, and waiters served in the
+ *                      slow path wake the one behind them (parking.c).
+ *
+ * The flags of the "next" half are never written by the unlocking store, so
+ * an unlock cannot clear them.
  *
  * All-zero is unlocked, so a zero-filled lock works without init.  Tickets are
  * 14 bits wide: at most 16,383 threads may wait on one lock at once; one more
@@ -54,7 +58,10 @@ typedef uint16_t __attribute__((may_alias)) ts_half_t;
 #define TS_TICKET_MASK  0xfffcu                /* a half without its flag bits */
 #define TS_HANDOFF      (1u << 0)
 #define TS_BORROWED     (1u << 1)
-#define TS_SLOW         (1u << 16)
+#define TS_LENDING      (1u << 16)
+#define TS_SLEEPERS     (1u << 17)
+/* Any of these sends an unlock out of line. */
+#define TS_UNLOCK_FLAGS (TS_LENDING | TS_SLEEPERS | TS_HANDOFF | TS_BORROWED)
 #define TS_MAX_WAITERS  16383u
 
 static inline uint16_t ts_serving(uint32_t word) { return (uint16_t)(word & TS_TICKET_MASK); }
@@ -131,14 +138,14 @@ static inline bool ts_unlock(ts_word_t *lock)
 	uint32_t word = __atomic_load_n(lock, __ATOMIC_RELAXED);
 
 	/* Flags, or no ticket outstanding (not held: the slow path refuses it). */
-	if (__builtin_expect((word & (TS_SLOW | TS_HANDOFF | TS_BORROWED)) ||
+	if (__builtin_expect((word & TS_UNLOCK_FLAGS) ||
 	                     ts_serving(word) == ts_next(word), 0))
 		return ts_unlock_slow(lock, word);
 	/*
 	 * RELEASE pairs with the ACQUIRE fetch-add in ts_lock() and the ACQUIRE
 	 * polls in ts_lock_slow(): our critical section happens-before the next
 	 * holder's.  A 16-bit store cannot disturb tickets drawn meanwhile in the
-	 * "next" half, nor TS_SLOW.
+	 * "next" half, nor the flags there.
 	 */
 	__atomic_store_n(ts_serving_half(lock), (uint16_t)(ts_serving(word) + TS_TICKET_STEP),
 	                 __ATOMIC_RELEASE);

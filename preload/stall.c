@@ -1,0 +1,56 @@
+/*
+ * stall.c - one line on stderr for a wait that lasts longer than
+ * TICKET_STALL_MS; see stall.h.
+ */
+#include "stall.h"
+
+#include "log.h"
+#include "parking.h"
+#include "ticket_lock.h"
+
+static struct ts_rate_limit stall_rate = TS_RATE_LIMIT(TS_STALL_BURST);
+static uint64_t reports;
+
+uint64_t ts_stall_reports(void)
+{
+	return __atomic_load_n(&reports, __ATOMIC_RELAXED);
+}
+
+bool ts_stall_check(struct ts_stall_watch *watch, const struct ts_config *cfg,
+                    const void *lock, const void *caller, unsigned ahead, uint32_t word,
+                    bool outside)
+{
+	char where[160], from[160], note[96];
+	uint64_t now, waited_ms, skipped;
+
+	if (cfg->stall_ms == 0 || watch->reported)
+		return false;
+	now = ts_now_ns();
+	if (watch->since_ns == 0) {
+		watch->since_ns = now;
+		return false;
+	}
+	waited_ms = (now - watch->since_ns) / 1000000u;
+	if (waited_ms < cfg->stall_ms)
+		return false;
+	watch->reported = true; /* once per wait, printed or suppressed */
+	if (!ts_rate_allows(&stall_rate, &skipped))
+		return false;
+	__atomic_fetch_add(&reports, 1, __ATOMIC_RELAXED);
+	ts_describe_address(where, sizeof(where), lock);
+	ts_describe_address(from, sizeof(from), caller);
+	ts_suppressed_note(note, sizeof(note), skipped);
+	if (outside)
+		ts_log("stall: pthread_spin_lock(%s) called from %s has waited %llu ms, "
+		       "outside a full line (%u tickets in line, word 0x%08x); still "
+		       "waiting (TICKET_STALL_MS=%u)%s",
+		       where, from, (unsigned long long)waited_ms,
+		       ts_tickets_between(ts_serving(word), ts_next(word)), word, cfg->stall_ms, note);
+	else
+		ts_log("stall: pthread_spin_lock(%s) called from %s has waited %llu ms, "
+		       "%u ticket%s ahead (word 0x%08x); still waiting "
+		       "(TICKET_STALL_MS=%u)%s",
+		       where, from, (unsigned long long)waited_ms, ahead, ahead == 1 ? "" : "s",
+		       word, cfg->stall_ms, note);
+	return true;
+}

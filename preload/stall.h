@@ -1,0 +1,45 @@
+/*
+ * stall.h - reporting waits that last too long (TICKET_STALL_MS).
+ *
+ * A lock that never comes free (a holder that died, a lock word overwritten,
+ * a holder blocked for seconds) makes its waiters wait forever, and they do:
+ * a lock cannot give up.  The user should at least learn which lock, from
+ * where, and for how long: one line on stderr per waiting thread and wait,
+ * rate-limited across the process, after which the thread keeps waiting.
+ *
+ * Contract: the slow path calls ts_stall_check() only when the line has not
+ * moved for a spin budget or after a sleep, never per poll, so reading the
+ * clock here costs nothing that matters; a wait that ends quickly never
+ * reads it at all.
+ */
+#ifndef TICKETSPIN_STALL_H
+#define TICKETSPIN_STALL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "options.h"
+
+struct ts_stall_watch {
+	uint64_t since_ns; /* when the wait first stalled for a spin budget, 0: not yet
+	                    * (the time before that, tens of microseconds, is not counted) */
+	bool reported;
+};
+
+/* Reports beyond this many are limited to one a second. */
+#define TS_STALL_BURST 8
+
+/*
+ * Called while a wait for @lock (from @caller, with @ahead tickets ahead of
+ * ours, or 0 for a thread waiting outside the line, @word as last read) has
+ * not moved: starts the watch, or reports once the wait has lasted longer
+ * than cfg->stall_ms.  Returns true when it printed a report.
+ */
+bool ts_stall_check(struct ts_stall_watch *watch, const struct ts_config *cfg,
+                    const void *lock, const void *caller, unsigned ahead, uint32_t word,
+                    bool outside);
+
+/* Stall reports printed so far; for the tests. */
+uint64_t ts_stall_reports(void);
+
+#endif
