@@ -54,6 +54,18 @@
 #include <time.h>
 #include <unistd.h>
 
+uint64_t ts_nap_first_ns = TS_NAP_FIRST_NS;
+uint64_t ts_nap_max_ns = TS_NAP_MAX_NS;
+
+/* Shared counters, but only on the way out of a system call. */
+static struct ts_sleep_counts sleep_counts;
+
+void ts_sleep_counts(struct ts_sleep_counts *out)
+{
+	out->woken = __atomic_load_n(&sleep_counts.woken, __ATOMIC_RELAXED);
+	out->timed_out = __atomic_load_n(&sleep_counts.timed_out, __ATOMIC_RELAXED);
+}
+
 uint64_t ts_now_ns(void)
 {
 	struct timespec ts;
@@ -69,8 +81,12 @@ static uint32_t ticket_bit(uint16_t ticket)
 
 static enum ts_sleep sleep_result(long rc)
 {
-	if (rc == 0 || errno != ETIMEDOUT)
-		return TS_SLEEP_WOKEN; /* woken, EAGAIN (the word changed) or EINTR */
+	if (rc == 0 || errno != ETIMEDOUT) {
+		/* woken, EAGAIN (the word changed) or EINTR */
+		__atomic_fetch_add(&sleep_counts.woken, 1, __ATOMIC_RELAXED);
+		return TS_SLEEP_WOKEN;
+	}
+	__atomic_fetch_add(&sleep_counts.timed_out, 1, __ATOMIC_RELAXED);
 	return TS_SLEEP_TIMEOUT;
 }
 

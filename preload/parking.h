@@ -20,6 +20,20 @@
 #define TS_NAP_FIRST_NS 1000000ull
 #define TS_NAP_MAX_NS   64000000ull
 
+/*
+ * The bounds in force: TS_NAP_FIRST_NS and TS_NAP_MAX_NS.  Only the tests
+ * change them (before any lock is contended), to make every sleep long enough
+ * that a timed-out one can only be a missed wake-up.
+ */
+extern uint64_t ts_nap_first_ns, ts_nap_max_ns;
+
+/* Sleeps that ended by a wake-up (or a changed word) and by their timeout. */
+struct ts_sleep_counts {
+	uint64_t woken;
+	uint64_t timed_out;
+};
+void ts_sleep_counts(struct ts_sleep_counts *out);
+
 enum ts_sleep {
 	TS_SLEEP_SKIPPED, /* the condition to sleep no longer held */
 	TS_SLEEP_WOKEN,   /* woken, or the futex word changed before we slept */
@@ -29,8 +43,8 @@ enum ts_sleep {
 static inline uint64_t ts_nap_after(uint64_t nap_ns, enum ts_sleep how)
 {
 	if (how != TS_SLEEP_TIMEOUT)
-		return TS_NAP_FIRST_NS;
-	return nap_ns * 2 > TS_NAP_MAX_NS ? TS_NAP_MAX_NS : nap_ns * 2;
+		return ts_nap_first_ns;
+	return nap_ns * 2 > ts_nap_max_ns ? ts_nap_max_ns : nap_ns * 2;
 }
 
 /*

@@ -294,7 +294,7 @@ static enum line_result wait_in_line(struct waiter *w, uint16_t ticket, uint32_t
 			seen_low = word & 0xffffu;
 			stalled = 0;
 			next_check = cfg->spin_budget;
-			w->nap_ns = TS_NAP_FIRST_NS;
+			w->nap_ns = ts_nap_first_ns;
 		}
 		if (ahead > 0 && is_last_in_line(word, ticket) && may_borrow(w, word, stalled)) {
 			/*
@@ -357,7 +357,7 @@ static bool wait_outside(struct waiter *w, bool sleep_first)
 	const struct ts_config *cfg = w->cfg;
 	uint32_t seen_low = UINT32_MAX;
 	uint64_t stalled = 0, spun = 0;
-	uint64_t nap_ns = TS_NAP_FIRST_NS;
+	uint64_t nap_ns = ts_nap_first_ns;
 	uint64_t spin_allowance = cfg->spin_budget;
 
 	if (sleep_first) {
@@ -463,7 +463,7 @@ void ts_lock_slow(ts_word_t *lock, uint16_t ticket, const void *caller)
 		.caller = caller,
 		.hash = hash,
 		.tune = cfg->delay_mode == TS_DELAY_AUTO,
-		.nap_ns = TS_NAP_FIRST_NS,
+		.nap_ns = ts_nap_first_ns,
 	};
 	enum line_result result;
 	uint32_t word;

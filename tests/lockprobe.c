@@ -9,6 +9,10 @@
  *   lockprobe fifo WAITERS [ROUNDS [LINGER_US]]
  *                                      grant order of waiters queued in order
  *   lockprobe wrap THREADS N           N acquisitions starting near the wrap
+ *   lockprobe hold WAITERS HOLD_MS     WAITERS threads wait while the main thread
+ *                                      holds the lock for HOLD_MS (asleep);
+ *                                      prints the CPU time the process used
+ *                                      meanwhile ("cpu_ms N")
  *
  * Exit status: 0 invariants held, 1 an invariant failed, 2 usage.
  * The first line of output names the provider of pthread_spin_lock.
@@ -23,6 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include "symbol_provider.h"
@@ -204,6 +209,51 @@ static int wrap(int threads, long n)
 	return check_totals((long)threads * n);
 }
 
+static pthread_spinlock_t held_lock;
+
+static void *held_waiter(void *arg)
+{
+	(void)arg;
+	pthread_spin_lock(&held_lock);
+	pthread_spin_unlock(&held_lock);
+	return NULL;
+}
+
+static double cpu_ms(void)
+{
+	struct rusage ru;
+
+	getrusage(RUSAGE_SELF, &ru);
+	return (ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1e3 +
+	       (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e3;
+}
+
+/*
+ * hold: what waiters cost while a lock does not come free.  The main thread
+ * sleeps while holding the lock (as a program that blocks in a critical
+ * section would); the process's CPU time meanwhile is the waiters'.
+ */
+static int hold(int waiters, long hold_ms)
+{
+	pthread_t tids[64];
+	struct timespec nap = { hold_ms / 1000, (hold_ms % 1000) * 1000000L };
+	double before;
+
+	if (waiters < 1 || waiters > 64 || hold_ms < 1)
+		return 2;
+	pthread_spin_init(&held_lock, PTHREAD_PROCESS_PRIVATE);
+	pthread_spin_lock(&held_lock);
+	for (int i = 0; i < waiters; i++)
+		pthread_create(&tids[i], NULL, held_waiter, NULL);
+	before = cpu_ms();
+	nanosleep(&nap, NULL);
+	printf("cpu_ms %.0f\n", cpu_ms() - before);
+	pthread_spin_unlock(&held_lock);
+	for (int i = 0; i < waiters; i++)
+		pthread_join(tids[i], NULL);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	setvbuf(stdout, NULL, _IOLBF, 0);
@@ -224,6 +274,8 @@ int main(int argc, char **argv)
 		return fifo(atoi(argv[2]), argc > 3 ? atoi(argv[3]) : 1, argc > 4 ? atol(argv[4]) : 0);
 	if (strcmp(argv[1], "wrap") == 0 && argc == 4)
 		return wrap(atoi(argv[2]), atol(argv[3]));
+	if (strcmp(argv[1], "hold") == 0 && argc == 4)
+		return hold(atoi(argv[2]), atol(argv[3]));
 	fprintf(stderr, "lockprobe: bad arguments\n");
 	return 2;
 }

@@ -30,6 +30,7 @@ Test(config, defaults)
 	cr_assert_eq(cfg.wait, TS_WAIT_PARK);
 	cr_assert_null(cfg.stats);
 	cr_assert_eq(cfg.stats_top, 20);
+	cr_assert_eq(cfg.stall_ms, 1000);
 	cr_assert(!cfg.strict && !cfg.verbose);
 }
 
@@ -62,6 +63,12 @@ Test(config, good_values)
 	cr_assert_eq(cfg.queue_max, 0);
 	cr_assert_eq(parse_with("TICKET_QUEUE", "5", &cfg), 0);
 	cr_assert_eq(cfg.queue_max, 5);
+	cr_assert_eq(parse_with("TICKET_QUEUE", "16383", &cfg), 0);
+	cr_assert_eq(cfg.queue_max, 16383);
+	cr_assert_eq(parse_with("TICKET_STALL_MS", "0", &cfg), 0);
+	cr_assert_eq(cfg.stall_ms, 0);
+	cr_assert_eq(parse_with("TICKET_STALL_MS", "86400000", &cfg), 0);
+	cr_assert_eq(cfg.stall_ms, 86400000);
 	cr_assert_eq(parse_with("TICKET_STATS", "1", &cfg), 0);
 	cr_assert_str_eq(cfg.stats, "");
 	cr_assert_eq(parse_with("TICKET_STATS", "/tmp/report.txt", &cfg), 0);
@@ -89,7 +96,9 @@ Test(config, bad_values_keep_the_default)
 		{ "TICKET_DELAY_TABLE", "hash" },  { "TICKET_DELAY_HASH_BITS", "11" },
 		{ "TICKET_DELAY_HASH_BITS", "-1" }, { "TICKET_WAIT", "sleep" },
 		{ "TICKET_SPIN", "0" },            { "TICKET_QUEUE", "1" },
-		{ "TICKET_QUEUE", "40000" },       { "TICKET_STATS_TOP", "0" },
+		{ "TICKET_QUEUE", "40000" },       { "TICKET_QUEUE", "16384" },
+		{ "TICKET_STALL_MS", "-1" },       { "TICKET_STALL_MS", "86400001" },
+		{ "TICKET_STALL_MS", "1s" },       { "TICKET_STATS_TOP", "0" },
 		{ "TICKET_STRICT", "yes" },        { "TICKET_VERBOSE", "2" },
 	};
 	struct ts_config defaults, cfg;

@@ -1,0 +1,97 @@
+/*
+ * Long waits: a lock held for a long time costs its waiters almost no CPU
+ * (they sleep), and each waiter reports the wait once on stderr after
+ * TICKET_STALL_MS, then keeps waiting and gets the lock.
+ *
+ * No timing is asserted: the CPU bound is a resource bound, a fifth of what
+ * one waiter spinning through the hold would use.
+ */
+#include "probe_run.h"
+
+static long cpu_ms_of(const struct probe_result *r)
+{
+	const char *line = strstr(r->out, "cpu_ms ");
+
+	cr_assert_not_null(line, "no cpu_ms line:\n%s", r->out);
+	return strtol(line + 7, NULL, 10);
+}
+
+static int count_lines(const char *text, const char *needle)
+{
+	int n = 0;
+
+	for (const char *p = text; (p = strstr(p, needle)) != NULL; p += strlen(needle))
+		n++;
+	return n;
+}
+
+static void hold_run(struct probe_result *r, const char *const *env, const char *waiters,
+                     const char *hold_ms)
+{
+	probe_run(r, env, (const char *const[]){ LOCKPROBE, "hold", waiters, hold_ms, NULL }, 120);
+	assert_probe_provider(r);
+	cr_assert_eq(r->status, 0, "status %d (137: killed at the time limit)\n%s%s", r->status,
+	             r->out, r->err);
+}
+
+Test(stall, waiters_of_a_long_held_lock_sleep)
+{
+	struct probe_result r;
+
+	/* One waiter in line (next), two outside the bounded line. */
+	hold_run(&r, (const char *const[]){ "TICKET_WAIT=", "TICKET_QUEUE=2", NULL }, "3", "1500");
+	cr_assert_lt(cpu_ms_of(&r), 300, "waiters burned CPU while the lock was held:\n%s%s",
+	             r.out, r.err);
+}
+
+Test(stall, waiters_in_an_unbounded_line_sleep)
+{
+	struct probe_result r;
+
+	/* Strict FIFO: all four hold tickets; the far ones sleep on the lock word. */
+	hold_run(&r, (const char *const[]){ "TICKET_WAIT=", "TICKET_QUEUE=0", NULL }, "4", "1500");
+	cr_assert_lt(cpu_ms_of(&r), 300, "waiters burned CPU while the lock was held:\n%s%s",
+	             r.out, r.err);
+}
+
+Test(stall, each_waiter_reports_once_and_keeps_waiting)
+{
+	struct probe_result r;
+
+	hold_run(&r, (const char *const[]){ "TICKET_STALL_MS=200", "TICKET_QUEUE=0", NULL }, "3",
+	         "1500");
+	cr_assert_eq(count_lines(r.err, "ticketspin: stall: "), 3, "expected one report per waiter:\n%s",
+	             r.err);
+	cr_assert_not_null(strstr(r.err, "called from"), "%s", r.err);
+	cr_assert_not_null(strstr(r.err, "from 0x"), "%s", r.err);
+	cr_assert_not_null(strstr(r.err, "(lockprobe+0x"), "the call site is not named:\n%s", r.err);
+	cr_assert_not_null(strstr(r.err, "1 ticket ahead"), "%s", r.err);
+	cr_assert_not_null(strstr(r.err, "3 tickets ahead"), "%s", r.err);
+	cr_assert_not_null(strstr(r.err, "still waiting (TICKET_STALL_MS=200)"), "%s", r.err);
+}
+
+Test(stall, outsiders_report_too)
+{
+	struct probe_result r;
+
+	hold_run(&r, (const char *const[]){ "TICKET_STALL_MS=200", "TICKET_QUEUE=2", NULL }, "3",
+	         "1500");
+	cr_assert_eq(count_lines(r.err, "ticketspin: stall: "), 3, "%s", r.err);
+	cr_assert_eq(count_lines(r.err, "outside a full line"), 2, "%s", r.err);
+}
+
+Test(stall, zero_turns_the_report_off)
+{
+	struct probe_result r;
+
+	hold_run(&r, (const char *const[]){ "TICKET_STALL_MS=0", NULL }, "3", "600");
+	cr_assert_null(strstr(r.err, "stall:"), "%s", r.err);
+}
+
+Test(stall, short_waits_are_not_reported)
+{
+	struct probe_result r;
+
+	hold_run(&r, (const char *const[]){ "TICKET_STALL_MS=5000", NULL }, "3", "300");
+	cr_assert_null(strstr(r.err, "stall:"), "%s", r.err);
+}
