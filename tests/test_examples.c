@@ -232,9 +232,37 @@ Test(sysbench, workers_share_the_locks_under_the_preload)
 	cr_assert_eq(r.status, 0, "status %d\n%s%s", r.status, r.out, r.err);
 	assert_ours(&r);
 	cr_assert_str_eq(line_value(r.out, "invariants"), "ok", "%s", r.out);
-	cr_assert_gt(throughput_of(r.out), 0, "%s", r.out);
-	cr_assert(strstr(r.out, "sysbench-spinlock: locks=3 ") != NULL, "%s", r.out);
-	cr_assert(strstr(r.out, "example=sysbench-spinlock threads=2 ") != NULL, "%s", r.out);
+	cr_assert(strstr(r.out, "sysbench-spinlock: locks=3 cs=10 think=100 threads=2\n") != NULL,
+	          "%s", r.out);
+	cr_assert(strstr(r.out, "per_thread_ops: total=") != NULL, "%s", r.out);
+}
+
+/* sysbench's own report stays, unchanged, and our lines come after it. */
+Test(sysbench, its_own_report_stays_and_ours_follows)
+{
+	static const char *const sections[] = {
+		"\nGeneral statistics:\n    total time:                          ",
+		"\n    total number of events:              ",
+		"\nLatency (ms):\n         min:  ", "\n         95th percentile:  ",
+		"\nThreads fairness:\n    events (avg/stddev):           ",
+	};
+	struct probe_result r;
+	const char *last = NULL;
+
+	need_sysbench();
+	run_sysbench(&r, (const char *const[]){ PRELOADED, NULL }, NULL);
+	cr_assert_eq(r.status, 0, "status %d\n%s%s", r.status, r.out, r.err);
+	for (size_t i = 0; i < sizeof(sections) / sizeof(sections[0]); i++) {
+		const char *p = strstr(r.out, sections[i]);
+
+		cr_assert(p != NULL, "sysbench's report lacks \"%s\":\n%s", sections[i], r.out);
+		cr_assert(last == NULL || p > last, "out of order: %s\n%s", sections[i], r.out);
+		last = p;
+	}
+	cr_assert(strstr(last, "\nsysbench-spinlock: locks=1 ") != NULL, "%s", r.out);
+	cr_assert(strstr(last, "\nprovider=") != NULL, "%s", r.out);
+	cr_assert(strstr(last, "\ninvariants=ok\n") != NULL, "%s", r.out);
+	cr_assert(strstr(r.out, "throughput=") == NULL, "our old report is gone:\n%s", r.out);
 }
 
 /* Shared for real: two workers without the lock collide on it. */
@@ -312,8 +340,8 @@ Test(compare, tiny_run_makes_table_csv_and_png)
 
 	snprintf(path, sizeof(path), "%s/tiny.csv", dir);
 	read_file(path, text, sizeof(text));
-	cr_assert(strncmp(text, "name,mode,threads,repeat,throughput,wall_seconds,status\n", 56) == 0,
-	          "%s", text);
+	cr_assert(strncmp(text, "name,mode,threads,repeat,throughput,wall_seconds,latency_avg_ms,"
+	                        "latency_pct_ms,status\n", 86) == 0, "%s", text);
 	cr_assert_eq(count_lines(text, ",ok\n"), 10, "%s", text);
 	cr_assert(strstr(text, "tiny,auto-hashed,2,1,") != NULL, "%s", text);
 
@@ -423,5 +451,18 @@ Test(compare, sysbench_script)
 	snprintf(path, sizeof(path), "%s/sysbench-spinlock.csv", dir);
 	read_file(path, text, sizeof(text));
 	cr_assert_eq(count_lines(text, ",ok\n"), 2, "%s", text);
+	/* the throughput is sysbench's events over its total time; its latency follows */
+	{
+		const char *row = strstr(text, "\nsysbench-spinlock,glibc,2,1,");
+		double throughput, wall, latency_avg, latency_pct;
+		char status[8];
+
+		cr_assert(row != NULL, "%s", text);
+		cr_assert_eq(sscanf(row, "\nsysbench-spinlock,glibc,2,1,%lf,%lf,%lf,%lf,%7[a-z]",
+		                    &throughput, &wall, &latency_avg, &latency_pct, status), 5,
+		             "%s", text);
+		cr_assert(throughput > 0 && latency_avg >= 0 && latency_pct >= 0, "%s", text);
+		cr_assert_str_eq(status, "ok");
+	}
 	remove_tree(dir);
 }

@@ -1,0 +1,142 @@
+# locks-summary.awk - from compare-locks.sh's CSV of every run: the summary
+# CSV (one row per work x threads x lock), the graph's data, and the tables.
+#
+# Input (-F,): name,hogs,work,threads,lock,repeat,status,ops_per_s,fairness,
+#   min,max,user_s,sys_s,seconds,wall_s,provider; only status "ok" counts.
+# Variables: labels, tlist, wlist (comma-separated), repeats, seconds, cs,
+#   hogs, title, summary (path), dat (path).
+# Every figure is a median over the runs that succeeded, with the slowest
+# and fastest run beside it: single runs on a noisy machine vary too much to
+# be shown alone.  Ratios are each run's throughput over glibc's median in
+# the same cell, so their range says how far a single run strays.
+
+function sort_values(n, v,    i, j, x) {
+	for (i = 2; i <= n; i++) {
+		x = v[i]
+		for (j = i - 1; j >= 1 && v[j] > x; j--) v[j + 1] = v[j]
+		v[j + 1] = x
+	}
+}
+# median/min/max of column `col` over the cell's runs: sets M, LO, HI; returns n
+function stats(cell, col,    n, i, v) {
+	n = runs[cell]
+	if (n == 0) return 0
+	for (i = 1; i <= n; i++) v[i] = val[cell, i, col]
+	sort_values(n, v)
+	LO = v[1]; HI = v[n]
+	M = n % 2 ? v[(n + 1) / 2] : (v[n / 2] + v[n / 2 + 1]) / 2
+	return n
+}
+function human(x) {
+	if (x >= 1e9) return sprintf("%.3gG", x / 1e9)
+	if (x >= 1e6) return sprintf("%.3gM", x / 1e6)
+	if (x >= 1e3) return sprintf("%.3gk", x / 1e3)
+	return sprintf("%.3g", x)
+}
+function header(what,    j) {
+	printf "%s\n%-15s", what, "lock"
+	for (j = 1; j <= nt; j++) printf " %21s", T[j] (T[j] == 1 ? " thread " : " threads")
+	printf "\n"
+}
+
+NR > 1 { name_of_run = $1 }
+NR > 1 && $7 == "ok" {
+	cell = $3 SUBSEP $4 SUBSEP $5
+	n = ++runs[cell]
+	val[cell, n, "ops"] = $8 + 0
+	val[cell, n, "fair"] = $9 + 0
+	val[cell, n, "cpu"] = ($12 + $13) / ($14 > 0 ? $14 : 1)
+	val[cell, n, "user"] = $12 + 0
+	val[cell, n, "sys"] = $13 + 0
+}
+
+END {
+	nl = split(labels, L, ","); nt = split(tlist, T, ","); nw = split(wlist, W, ",")
+	has_glibc = 0
+	for (i = 1; i <= nl; i++) if (L[i] == "glibc") has_glibc = 1
+	print "name,hogs,work,threads,lock,runs_ok,runs,ops_median,ops_min,ops_max,ratio_to_glibc,run_ratio_min,run_ratio_max,fairness_median,fairness_min,fairness_max,cpu_median,cpu_min,cpu_max,user_median,sys_median" > summary
+	printf "" > dat
+	scenario = hogs > 0 ? "OUTSIDE LOAD (" title ")" : title
+	for (w = 1; w <= nw; w++) {
+		for (j = 1; j <= nt; j++) {
+			g = W[w] SUBSEP T[j] SUBSEP "glibc"
+			gmed[w, j] = stats(g, "ops") ? M : 0
+			for (i = 1; i <= nl; i++) {
+				cell = W[w] SUBSEP T[j] SUBSEP L[i]
+				if (!stats(cell, "ops")) {
+					printf "%s,%d,%s,%s,%s,0,%d,,,,,,,,,,,,,,\n", name_of_run, hogs, W[w], T[j], L[i], repeats > summary
+					continue
+				}
+				om[cell] = M; olo[cell] = LO; ohi[cell] = HI
+				if (gmed[w, j] > 0) {
+					rm[cell] = M / gmed[w, j]; rlo[cell] = LO / gmed[w, j]; rhi[cell] = HI / gmed[w, j]
+				}
+				stats(cell, "fair"); fm[cell] = M; flo[cell] = LO; fhi[cell] = HI
+				stats(cell, "cpu"); cm[cell] = M; clo[cell] = LO; chi[cell] = HI
+				stats(cell, "user"); um = M
+				stats(cell, "sys"); sm = M
+				printf "%s,%d,%s,%s,%s,%d,%d,%.0f,%.0f,%.0f,%s,%s,%s,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f\n",
+					name_of_run, hogs, W[w], T[j], L[i], runs[cell], repeats, om[cell], olo[cell], ohi[cell],
+					(cell in rm) ? sprintf("%.3f", rm[cell]) : "", (cell in rm) ? sprintf("%.3f", rlo[cell]) : "",
+					(cell in rm) ? sprintf("%.3f", rhi[cell]) : "", fm[cell], flo[cell], fhi[cell],
+					cm[cell], clo[cell], chi[cell], um, sm > summary
+			}
+		}
+
+		# the graph's data: one block per work, columns median min max per lock
+		if (w > 1) printf "\n\n" > dat
+		printf "# work %s: threads, then median min max per lock: %s\n", W[w], labels > dat
+		for (j = 1; j <= nt; j++) {
+			printf "%s", T[j] > dat
+			for (i = 1; i <= nl; i++) {
+				cell = W[w] SUBSEP T[j] SUBSEP L[i]
+				if (cell in om) printf " %.0f %.0f %.0f", om[cell], olo[cell], ohi[cell] > dat
+				else printf " ? ? ?" > dat
+			}
+			printf "\n" > dat
+		}
+
+		printf "== Contended, work %s between acquisitions; %s\n", W[w], scenario
+		printf "   one lock, %s writes to its cache line per critical section; %s s runs,\n", cs, seconds
+		printf "   median [slowest-fastest] of %d interleaved runs\n", repeats
+		header("throughput, acquisitions/s")
+		for (i = 1; i <= nl; i++) {
+			printf "%-15s", L[i]
+			for (j = 1; j <= nt; j++) {
+				cell = W[w] SUBSEP T[j] SUBSEP L[i]
+				printf " %21s", (cell in om) ? sprintf("%s [%s-%s]", human(om[cell]), human(olo[cell]), human(ohi[cell])) : "FAILED"
+			}
+			printf "\n"
+		}
+		if (has_glibc) {
+			header("\nratio to glibc's median (above 1: faster); [slowest-fastest run]")
+			for (i = 1; i <= nl; i++) {
+				printf "%-15s", L[i]
+				for (j = 1; j <= nt; j++) {
+					cell = W[w] SUBSEP T[j] SUBSEP L[i]
+					printf " %21s", (cell in rm) ? sprintf("%.2f [%.2f-%.2f]", rm[cell], rlo[cell], rhi[cell]) : "-"
+				}
+				printf "\n"
+			}
+		}
+		header("\nfairness, min/max acquisitions per thread")
+		for (i = 1; i <= nl; i++) {
+			printf "%-15s", L[i]
+			for (j = 1; j <= nt; j++) {
+				cell = W[w] SUBSEP T[j] SUBSEP L[i]
+				printf " %21s", (cell in fm) ? sprintf("%.2f [%.2f-%.2f]", fm[cell], flo[cell], fhi[cell]) : "-"
+			}
+			printf "\n"
+		}
+		header("\nCPU used, (user+sys)/wall seconds of the harness process")
+		for (i = 1; i <= nl; i++) {
+			printf "%-15s", L[i]
+			for (j = 1; j <= nt; j++) {
+				cell = W[w] SUBSEP T[j] SUBSEP L[i]
+				printf " %21s", (cell in cm) ? sprintf("%.2f [%.2f-%.2f]", cm[cell], clo[cell], chi[cell]) : "-"
+			}
+			printf "\n"
+		}
+		printf "\n"
+	}
+}

@@ -1,0 +1,239 @@
+/*
+ * The comparison bench, briefly (never its timings): the harness runs every
+ * lock kind with two threads and its counts add up; its 'spin' lock is
+ * ticketspin's under the preload and glibc's without it, and it refuses to
+ * run with the wrong provider; the runners write one CSV row per cell, and
+ * the hogs of the outside-load scenario do not outlive it.
+ *
+ * The tests run with the library in LD_PRELOAD; "LD_PRELOAD=" removes it.
+ */
+#include <criterion/criterion.h>
+#include <signal.h>
+#include <stdlib.h>
+
+#include "probe_run.h"
+
+#define HARNESS BENCH_BUILDDIR "/locks"
+#define LOCKPAIR BENCH_BUILDDIR "/lockpair"
+#define NO_PRELOAD "LD_PRELOAD=", "TICKET_VERBOSE=", "TICKET_STATS="
+
+static const char *const kinds[] = {
+	"spin", "mutex", "mutex-adaptive", "ck-ticket", "ck-ticket-pb", "ck-mcs", "ck-fas",
+};
+
+/* The value of " key=" in a harness line, as a number (-1 if absent). */
+static double field(const char *out, const char *key)
+{
+	char pattern[64];
+	const char *p;
+
+	snprintf(pattern, sizeof(pattern), " %s=", key);
+	p = strstr(out, pattern);
+	return p != NULL ? strtod(p + strlen(pattern), NULL) : -1;
+}
+
+static bool kind_built(const char *kind)
+{
+	static struct probe_result list;
+	static char listed[sizeof(list.out) + 1];
+	char line[64];
+
+	if (listed[0] == '\0') {
+		probe_run(&list, NULL, (const char *const[]){ HARNESS, "--list", NULL }, 30);
+		cr_assert_eq(list.status, 0, "%s", list.err);
+		snprintf(listed, sizeof(listed), "\n%s", list.out);
+	}
+	snprintf(line, sizeof(line), "\n%s\n", kind);
+	return strstr(listed, line) != NULL;
+}
+
+Test(harness, every_lock_kind_with_two_threads_counts_add_up)
+{
+	for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++) {
+		struct probe_result r;
+		char lock[64];
+		double total, min, max;
+
+		if (!kind_built(kinds[i])) {
+			cr_log_warn("%s not built (no Concurrency Kit headers): skipped", kinds[i]);
+			continue;
+		}
+		snprintf(lock, sizeof(lock), "--lock=%s", kinds[i]);
+		probe_run(&r, NULL,
+		          (const char *const[]){ HARNESS, lock, "--threads=2", "--work=10",
+		                                 "--seconds=0.05", NULL },
+		          60);
+		cr_assert_eq(r.status, 0, "%s: status %d\n%s%s", kinds[i], r.status, r.out, r.err);
+		cr_assert(strstr(r.out, " invariants=ok ") != NULL, "%s", r.out);
+		total = field(r.out, "acquisitions");
+		min = field(r.out, "min");
+		max = field(r.out, "max");
+		cr_assert(total > 0 && min >= 0 && max >= min, "%s", r.out);
+		cr_assert_eq(total, min + max, "two threads: the total is their sum: %s", r.out);
+		cr_assert(field(r.out, "user") >= 0 && field(r.out, "sys") >= 0, "%s", r.out);
+	}
+}
+
+Test(harness, spin_is_ticketspin_under_the_preload_and_glibc_without)
+{
+	struct probe_result r;
+
+	probe_run(&r, NULL,
+	          (const char *const[]){ HARNESS, "--lock=spin", "--threads=2", "--seconds=0.05",
+	                                 "--expect-provider=libticketspin.so", NULL },
+	          60);
+	cr_assert_eq(r.status, 0, "status %d\n%s%s", r.status, r.out, r.err);
+	cr_assert(strstr(r.out, " provider=") != NULL &&
+	          strstr(strstr(r.out, " provider="), "libticketspin.so") != NULL, "%s", r.out);
+
+	/* the check can fail: without the preload the harness refuses to run */
+	probe_run(&r, (const char *const[]){ NO_PRELOAD, NULL },
+	          (const char *const[]){ HARNESS, "--lock=spin", "--threads=2", "--seconds=0.05",
+	                                 "--expect-provider=libticketspin.so", NULL },
+	          60);
+	cr_assert_eq(r.status, 3, "status %d\n%s%s", r.status, r.out, r.err);
+	cr_assert(strstr(r.err, "libc.so") != NULL, "%s", r.err);
+}
+
+Test(harness, usage_errors)
+{
+	static const char *const bad[][3] = {
+		{ "--lock=nosuch", NULL }, { "--lock=spin", "--threads=0" },
+		{ "--lock=spin", "--seconds=x" }, { "--threads=2", NULL },
+	};
+
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		struct probe_result r;
+
+		probe_run(&r, NULL, (const char *const[]){ HARNESS, bad[i][0], bad[i][1], NULL }, 30);
+		cr_assert_eq(r.status, 2, "case %zu: status %d\n%s%s", i, r.status, r.out, r.err);
+	}
+}
+
+Test(harness, uncontended_pair)
+{
+	struct probe_result r;
+
+	probe_run(&r, NULL,
+	          (const char *const[]){ LOCKPAIR, "--lock=spin", "--pairs=1000", "--rounds=2",
+	                                 "--counter", "--expect-provider=libticketspin.so", NULL },
+	          60);
+	cr_assert_eq(r.status, 0, "status %d\n%s%s", r.status, r.out, r.err);
+	cr_assert(field(r.out, "ns_per_pair") > 0, "%s", r.out);
+	cr_assert(strstr(r.out, " critical_section=counter ") != NULL, "%s", r.out);
+}
+
+/* ---- the runners ----------------------------------------------------------- */
+
+static void read_text(const char *path, char *buf, size_t size)
+{
+	int fd = open(path, O_RDONLY);
+
+	cr_assert(fd >= 0, "%s was not written", path);
+	read_all(fd, buf, size);
+	close(fd);
+}
+
+static int count(const char *text, const char *needle)
+{
+	int n = 0;
+
+	for (const char *p = text; (p = strstr(p, needle)) != NULL; p++)
+		n++;
+	return n;
+}
+
+static void remove_tree(const char *dir)
+{
+	char cmd[4200];
+
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+	cr_assert_eq(system(cmd), 0);
+}
+
+Test(runner, tiny_contended_run_one_row_per_cell)
+{
+	struct probe_result r;
+	char dir[] = "/tmp/ticketspin-bench-XXXXXX", path[4200], text[16384];
+
+	cr_assert(mkdtemp(dir) != NULL);
+	probe_run(&r, NULL,
+	          (const char *const[]){ "bash", BENCH_SRCDIR "/compare-locks.sh", "-q",
+	                                 "--harness", HARNESS, "--lib", TICKETSPIN_LIB_PATH,
+	                                 "--locks", "glibc,ticketspin,mutex,ck-ticket",
+	                                 "--threads", "1,2", "--work", "0,10", "--seconds",
+	                                 "0.02", "--repeats", "1", "--out", dir, "--name", "tiny",
+	                                 "--no-plot", NULL },
+	          120);
+	cr_assert_eq(r.status, 0, "status %d\n%s%s", r.status, r.out, r.err);
+	cr_assert(strstr(r.out, "== Contended, work 10 between acquisitions") != NULL, "%s", r.out);
+	cr_assert(strstr(r.out, "ratio to glibc's median") != NULL, "%s", r.out);
+
+	snprintf(path, sizeof(path), "%s/tiny.csv", dir);
+	read_text(path, text, sizeof(text));
+	cr_assert(strncmp(text, "name,hogs,work,threads,lock,repeat,status,ops_per_s,", 52) == 0,
+	          "%s", text);
+	cr_assert_eq(count(text, ",ok,"), 16, "%s", text);
+	cr_assert(strstr(text, ",ticketspin,1,ok,") != NULL, "%s", text);
+
+	snprintf(path, sizeof(path), "%s/tiny-summary.csv", dir);
+	read_text(path, text, sizeof(text));
+	cr_assert_eq(count(text, "\n"), 1 + 2 * 2 * 4, "one row per cell:\n%s", text);
+	cr_assert(strstr(text, "\ntiny,0,10,2,glibc,1,1,") != NULL, "%s", text);
+	remove_tree(dir);
+}
+
+Test(runner, hogs_are_stopped_with_the_run)
+{
+	struct probe_result r;
+	char dir[] = "/tmp/ticketspin-bench-XXXXXX", path[4200], text[16384];
+	const char *p;
+
+	cr_assert(mkdtemp(dir) != NULL);
+	probe_run(&r, NULL,
+	          (const char *const[]){ "bash", BENCH_SRCDIR "/compare-locks.sh", "--harness",
+	                                 HARNESS, "--lib", TICKETSPIN_LIB_PATH, "--locks",
+	                                 "glibc,ticketspin", "--threads", "2", "--work", "10",
+	                                 "--seconds", "0.02", "--repeats", "1", "--hogs", "2",
+	                                 "--hog", BENCH_BUILDDIR "/hog", "--out", dir,
+	                                 "--no-plot", NULL },
+	          120);
+	cr_assert_eq(r.status, 0, "status %d\n%s%s", r.status, r.out, r.err);
+	cr_assert(strstr(r.out, "OUTSIDE LOAD (outside load: 2 CPU-bound hog") != NULL, "%s", r.out);
+	snprintf(path, sizeof(path), "%s/locks-hogs2-summary.csv", dir);
+	read_text(path, text, sizeof(text));
+	cr_assert_eq(count(text, "\n"), 1 + 2, "%s", text);
+
+	p = strstr(r.err, "hog pids ");
+	cr_assert(p != NULL, "%s", r.err);
+	p += strlen("hog pids ");
+	for (int i = 0; i < 2; i++) {
+		char *end;
+		long pid = strtol(p, &end, 10);
+
+		cr_assert(pid > 0, "%s", r.err);
+		cr_assert(kill((pid_t)pid, 0) != 0, "hog %ld still runs after the bench", pid);
+		p = end;
+	}
+	remove_tree(dir);
+}
+
+Test(runner, tiny_uncontended_run)
+{
+	struct probe_result r;
+	char dir[] = "/tmp/ticketspin-bench-XXXXXX", path[4200], text[16384];
+
+	cr_assert(mkdtemp(dir) != NULL);
+	probe_run(&r, NULL,
+	          (const char *const[]){ "bash", BENCH_SRCDIR "/compare-uncontended.sh", "-q",
+	                                 "--harness", LOCKPAIR, "--lib", TICKETSPIN_LIB_PATH,
+	                                 "--locks", "glibc,ticketspin,mutex", "--pairs", "1000",
+	                                 "--repeats", "1", "--out", dir, "--no-plot", NULL },
+	          120);
+	cr_assert_eq(r.status, 0, "status %d\n%s%s", r.status, r.out, r.err);
+	snprintf(path, sizeof(path), "%s/uncontended-summary.csv", dir);
+	read_text(path, text, sizeof(text));
+	cr_assert_eq(count(text, "\n"), 1 + 2 * 3, "%s", text);
+	cr_assert(strstr(text, "\nempty,glibc,1,1,") != NULL, "%s", text);
+	remove_tree(dir);
+}
