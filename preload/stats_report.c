@@ -765,7 +765,7 @@ long ts_report_write(int out, const struct ts_file_header *h, const struct ts_re
 		         report->unrecorded_threads == 1 ? "" : "s");
 	if (shown > 0) {
 		put_line(out, prefix, "stats: %18s %10s %10s  %-38s  %-36s", "", "", "",
-		         "wait, contended (ms; us, us, us)", "hold, sampled (us, us, us; n)");
+		         "wait: total ms; mean, p99, max us", "hold (sampled): mean, p99, max us; n");
 		put_line(out, prefix,
 		         "stats: %18s %10s %10s %9s %9s %9s %9s %9s %9s %9s %7s %13s %7s %15s %8s "
 		         "%8s %7s %7s%s  %s",
