@@ -98,8 +98,14 @@ static ino_t report_ino;
 static bool report_to_file;    /* else stderr */
 static bool report_nowhere;    /* a forked child without %p in FILE: keep the shared file */
 
-static __thread struct ts_thread_slot *mine;
-static __thread bool mine_failed;
+/*
+ * initial-exec: read inside the critical section, where a __tls_get_addr
+ * call would cost; the library is preloaded or linked in, so its TLS is
+ * static (dlopen() of it is not supported anyway: it must interpose).
+ */
+#define TLS_IE __attribute__((tls_model("initial-exec")))
+static __thread struct ts_thread_slot *mine TLS_IE;
+static __thread bool mine_failed TLS_IE;
 
 /*
  * pthread_spin_init() calls, per hash of the lock address: a segment must not
