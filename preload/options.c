@@ -6,6 +6,17 @@
  * bad value gets one line on stderr naming the variable, the value and what
  * is accepted, and the default stays; TICKET_STRICT=1 makes any bad value
  * fatal (exit status 2).  An empty value counts as unset.
+ *
+ * Security: every variable is read with secure_getenv().  In a process
+ * running with AT_SECURE (set-user-ID or set-group-ID, gained capabilities,
+ * or an LSM transition), the environment belongs to a less privileged user,
+ * who must not choose where a privileged process creates files
+ * (TICKET_STATS) nor how it behaves: every TICKET_* variable is then ignored,
+ * and one stderr line says so when any is set (their names are looked at to
+ * decide that, never their values).  This matters wherever the library is
+ * loaded into a privileged program: linked in, or from /etc/ld.so.preload
+ * (the dynamic loader's own LD_PRELOAD filtering does not cover those).
+ * XDG_RUNTIME_DIR, where the statistics file goes, is read the same way.
  */
 #include "options.h"
 
@@ -14,6 +25,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/auxv.h>
 #include <unistd.h>
 
 #include "log.h"
@@ -218,6 +230,11 @@ static bool parse_verbose(const char *raw, struct ts_config *cfg)
 	return parse_flag(raw, &cfg->verbose);
 }
 
+static bool parse_stats_keep(const char *raw, struct ts_config *cfg)
+{
+	return parse_flag(raw, &cfg->stats_keep);
+}
+
 static const struct ts_option options[] = {
 	{ "TICKET_DELAY", "off, auto, or a fixed factor 1..100000", parse_delay },
 	{ "TICKET_DELAY_MIN", "an integer 1..1000000, at most TICKET_DELAY_MAX", parse_delay_min },
@@ -230,6 +247,7 @@ static const struct ts_option options[] = {
 	{ "TICKET_STALL_MS", "0 (off) or milliseconds 1..86400000", parse_stall_ms },
 	{ "TICKET_STATS", "0, 1 (stderr) or a file name", parse_stats },
 	{ "TICKET_STATS_TOP", "an integer 1..1000000", parse_stats_top },
+	{ "TICKET_STATS_KEEP", "0 or 1", parse_stats_keep },
 	{ "TICKET_STRICT", "0 or 1", parse_strict },
 	{ "TICKET_VERBOSE", "0 or 1", parse_verbose },
 };
@@ -246,6 +264,7 @@ static const struct ts_config defaults = {
 	.stall_ms = 1000,
 	.stats = NULL,
 	.stats_top = 20,
+	.stats_keep = false,
 	.strict = false,
 	.verbose = false,
 };
@@ -268,6 +287,17 @@ static const char *wait_name(enum ts_wait_policy wait)
 	}
 }
 
+extern char **environ;
+
+/* Whether any TICKET_* variable is set; only names are looked at. */
+static bool any_ticket_variable(void)
+{
+	for (char **e = environ; e != NULL && *e != NULL; e++)
+		if (strncmp(*e, "TICKET_", 7) == 0)
+			return true;
+	return false;
+}
+
 unsigned ts_config_parse(struct ts_config *out)
 {
 	unsigned invalid = 0;
@@ -275,8 +305,17 @@ unsigned ts_config_parse(struct ts_config *out)
 
 	*out = defaults;
 	out->queue_max = default_queue_max();
+	if (getauxval(AT_SECURE) != 0) {
+		if (any_ticket_variable())
+			ts_log("set-user-ID or otherwise secure process (AT_SECURE): ignoring every "
+			       "TICKET_* variable");
+		return 0;
+	}
+	out->runtime_dir = secure_getenv("XDG_RUNTIME_DIR");
+	if (out->runtime_dir != NULL && out->runtime_dir[0] != '/')
+		out->runtime_dir = NULL; /* the specification wants an absolute path */
 	for (i = 0; i < sizeof(options) / sizeof(options[0]); i++) {
-		const char *raw = getenv(options[i].name);
+		const char *raw = secure_getenv(options[i].name);
 
 		if (raw == NULL || raw[0] == '\0')
 			continue;

@@ -1,6 +1,7 @@
 /*
  * options.h - the library's configuration, read from TICKET_* environment
- * variables.  options.c is the only file that reads the environment.
+ * variables.  options.c is the only file that reads the environment, with
+ * secure_getenv(); in an AT_SECURE process it ignores every TICKET_* variable.
  *
  * Contract: ts_config() may be called from any thread at any time, including
  * before our constructor has run (another library's constructor may take a
@@ -43,6 +44,8 @@ struct ts_config {
 	uint32_t stall_ms;       /* report a wait longer than this (stall.c); 0: never */
 	const char *stats;       /* NULL (off), "" (stderr) or a file name */
 	uint32_t stats_top;
+	bool stats_keep;         /* keep the shared statistics file after a normal exit */
+	const char *runtime_dir; /* XDG_RUNTIME_DIR (absolute), or NULL: where that file goes */
 	bool strict;
 	bool verbose;
 };

@@ -472,6 +472,8 @@ void ts_lock_slow(ts_word_t *lock, uint16_t ticket, const void *caller)
 	word = __atomic_load_n(lock, __ATOMIC_RELAXED);
 	ts_misuse_check_line(lock, word, ticket, caller);
 	w.st.ahead = ts_tickets_between(ts_serving(word), ticket);
+	if (cfg->stats != NULL)
+		ts_stats_wait_begin(&w.st); /* the wait's start time; the previous record's bookkeeping */
 	w.entry = ts_delay_entry_claim(cfg, hash, &w.delay);
 
 	while ((result = wait_in_line(&w, ticket, &word)) != SERVED && result != BORROWED) {

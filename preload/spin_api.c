@@ -77,5 +77,6 @@ TS_EXPORT int pthread_spin_unlock(pthread_spinlock_t *lock)
  * early and TICKET_VERBOSE=1 reports even when no lock is ever contended. */
 __attribute__((constructor)) static void ticketspin_init(void)
 {
-	(void)ts_config();
+	if (ts_config()->stats != NULL)
+		ts_stats_start(); /* the statistics file exists from the start, for ticketspin top */
 }

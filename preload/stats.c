@@ -1,165 +1,139 @@
 /*
- * stats.c - TICKET_STATS: who contends which lock, from where, and what the
- * delay tuner did; a generalisation of the 2013 debugging patch that printed
- * the largest delay and the backtrace that pushed it there.
+ * stats.c - TICKET_STATS inside the process: the shared statistics file
+ * (stats_file.h), what the slow path records into it, and the report at a
+ * normal exit.  Formatting is stats_report.c's, shared with ticketspin-stats.
  *
- * Recording (ts_stats_record, called by the slow path once per contended
- * acquisition, with the lock held) touches only the calling thread's own
- * table: no shared atomics, no malloc, no locks.  The table is allocated with
- * mmap on the thread's first record and pushed onto a global list with one
- * CAS; it is never freed, so the records of threads that have exited are
- * still there when the report is written.  The fast paths record nothing.
+ * What it costs, and where.  The fast paths record nothing (ticket_lock.h).
+ * A contended acquisition costs, while the lock is held, one clock read and
+ * a dozen plain stores into the thread's own pending record
+ * (ts_stats_record); folding that record into the per-lock aggregates (hash
+ * lookups, histograms, segments) waits for the thread's next contended
+ * acquisition, whose waiting time it uses (ts_stats_wait_begin).  No shared
+ * atomics: each thread claims a slot of the file once (one fetch-add) and
+ * writes only there.
  *
- * "total" acquisitions: the fast path cannot count, so totals come from the
- * ticket numbers the slow path sees.  Tickets are served one per acquisition
- * (lock or trylock), in order, so the distance between two served tickets is
- * the number of acquisitions in between, modulo the ticket space (16384
- * tickets: TS_TICKET_MASK / TS_TICKET_STEP + 1).  Each thread keeps, per
- * lock, segments of observations (ticket and CLOCK_MONOTONIC time, taken
- * while holding the lock, hence ordered like the tickets): a segment ends
- * when the thread's next observation comes more than SEG_GAP_NS later, a gap
- * that could hide a whole ticket space, or after a pthread_spin_init() of the
- * lock (init_epochs[]).  The merge chains the segments in
- * time order (see total_of).  The result counts the acquisitions from the
- * lock's first contended acquisition to its last; it is exact unless 16384
- * or more acquisitions pass with no contended one in between (then it is
- * short by a multiple of 16384), or a thread closes more than SEG_LIMIT
- * segments.  A borrowed turn (slowpath.c) is served under another waiter's
- * ticket: it is counted apart and added to the total.  pthread_spin_init()
- * restarts a lock's tickets: each thread logs its inits (ts_stats_init), and
- * the merge restarts the count there.  Memory reused for another lock
- * without pthread_spin_init continues the count of the same address.
+ * The clock is the TSC (rdtsc), when CPUID says it is invariant, else
+ * CLOCK_MONOTONIC.  Measured here (Xeon under KVM, clocksource tsc):
+ * rdtsc 12 ns, clock_gettime(CLOCK_MONOTONIC) through the vDSO 26 ns,
+ * rdtscp 20 ns (loops of 20 M reads).  Inside a critical section that
+ * difference matters: at 2 threads a contended hand-over takes about 40 ns.
+ * The TSC is not serialising, so a reading may move a few instructions
+ * earlier or later, which is far below what is measured.  Ticks are
+ * converted by readers from a (TSC, CLOCK_MONOTONIC) pair taken when the
+ * file is made and one taken when the report is made; the 50 us estimate
+ * made at creation only sets the segment gap of the totals.
  *
- * The report is merged and written at exit by a destructor, while other
- * threads may still run: a record being updated at that moment may be read
- * half-updated (its last acquisition missed or its last ticket mismatched);
- * a record is published (its key stored, RELEASE) only once initialised, so
- * nothing is read uninitialised.
+ * Wait time: from the slow path's entry (the ticket is already drawn) to the
+ * acquisition, every contended acquisition.
+ *
+ * Hold time cannot be taken by the holder: unlock is a load and a store and
+ * records nothing.  The waiter served next times it instead: the holder
+ * writes its ticket and the time it acquired into a small per-process table
+ * (hold_table, by lock hash), and the next holder, if it too was served in
+ * the slow path, reads it: the difference is the previous holder's hold
+ * time plus the hand-over (tens of ns).  Only 1 ticket in HOLD_SAMPLE_EVERY
+ * is sampled (both sides decide from the ticket number alone), so that the
+ * table's cache line moves between CPUs once per that many acquisitions,
+ * not at each; and a waiter that slept or yielded does not take a sample,
+ * since the time it took to get back on a CPU is not the holder's.  Hold
+ * times are thus those of contended acquisitions followed by another.
+ *
+ * Security.  The file is created with O_CREAT | O_EXCL | O_NOFOLLOW, mode
+ * 0600: never truncating or following a link to an existing file, never
+ * readable by another user; an existing name (a stale file of a reused pid,
+ * or the image before an exec) gets the next free suffix.  It goes in
+ * $XDG_RUNTIME_DIR only when that is an absolute directory owned by us and
+ * writable by no one else, else in /dev/shm.  Later opens (to grow the file,
+ * and to read it for the report) use O_NOFOLLOW and check that the inode is
+ * still the one created.  The TICKET_STATS=FILE report file is created the
+ * same way at start-up (so that a path that cannot be used is known before
+ * anything is recorded: one stderr line, and the program runs on without
+ * statistics), and written at exit after the same inode check.  In an
+ * AT_SECURE process options.c ignores TICKET_STATS altogether.
  */
 #include "stats.h"
 
 #include <dlfcn.h>
+#include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <link.h>
 #include <pthread.h>
-#include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "log.h"
 #include "options.h"
 #include "slowpath.h"
+#include "stats_file.h"
 #include "ticket_lock.h"
 
-#define LOCK_SLOTS_LOG2 10
-#define LOCK_SLOTS      (1u << LOCK_SLOTS_LOG2)
-#define LOCK_LIMIT      (LOCK_SLOTS / 4 * 3) /* locks per thread; probes stay short */
-#define SITE_SLOTS_LOG2 11
-#define SITE_SLOTS      (1u << SITE_SLOTS_LOG2)
-#define SITE_LIMIT      (SITE_SLOTS / 4 * 3)
-#define SEG_LIMIT       65536u /* closed segments kept per thread (2.5 MB, touched as used) */
-#define INIT_LIMIT      4096u  /* pthread_spin_init() calls kept per thread */
-/*
- * A thread's own observations more than this apart start a new segment: the
- * gap could hide a whole ticket space of acquisitions (16384 at 4 ns each).
- */
-#define SEG_GAP_NS      ((uint64_t)(TS_TICKET_MASK / TS_TICKET_STEP + 1) * 4)
+#define HOLD_SAMPLE_EVERY 16u /* tickets per hold sample: a power of two */
+#define HOLD_TABLE_BITS 6
+
+enum { FILE_NONE, FILE_CREATING, FILE_READY, FILE_FAILED };
+
+static int file_state = FILE_NONE;
+static struct ts_file_header *header;  /* mapped while FILE_READY */
+static char file_path[PATH_MAX];
+static dev_t file_dev;
+static ino_t file_ino;
+static uint64_t file_size;             /* under grow_lock */
+static pthread_mutex_t grow_lock = PTHREAD_MUTEX_INITIALIZER;
+static bool use_tsc;
+static uint64_t seg_gap;               /* TS_SEG_GAP_NS in clock units */
+
+/* TICKET_STATS=FILE: where the report goes at exit. */
+static char report_path[PATH_MAX];
+static dev_t report_dev;
+static ino_t report_ino;
+static bool report_to_file;    /* else stderr */
+static bool report_nowhere;    /* a forked child without %p in FILE: keep the shared file */
 
 /*
- * A run of one thread's observations of one lock, each within SEG_GAP_NS of
- * the one before: its first and last (ticket and time) and the sum of the
- * ticket distances between consecutive ones.
+ * initial-exec: read inside the critical section, where a __tls_get_addr
+ * call would cost; the library is preloaded or linked in, so its TLS is
+ * static (dlopen() of it is not supported anyway: it must interpose).
  */
-struct segment {
-	const void *lock; /* NULL: not started */
-	uint64_t first_ns, last_ns;
-	uint64_t span;
-	uint32_t epoch;   /* init_epochs[] of the lock when the segment began */
-	uint16_t first_ticket, last_ticket;
-};
+#define TLS_IE __attribute__((tls_model("initial-exec")))
+static __thread struct ts_thread_slot *mine TLS_IE;
+static __thread bool mine_failed TLS_IE;
 
-/* A pthread_spin_init(): the lock's tickets start again from 0. */
-struct init_rec {
-	const void *lock;
-	uint64_t ns;
-};
-
-/* One thread's view of one lock. */
-struct lock_rec {
-	const void *lock; /* the key; NULL while the slot is free; stored last */
-	uint64_t contended;
-	uint64_t latest_ns; /* of the latest record, whose delay is "now" */
-	struct segment seg; /* the current segment */
-	uint64_t ahead_sum;
-	uint64_t polls, yields, parks, borrows;
-	uint32_t delay_now, delay_max;
-	uint16_t ahead_max;
-};
-
-/* Contended acquisitions of one lock from one call site, in one thread. */
-struct site_rec {
-	const void *lock; /* the key, with caller; NULL while free; stored last */
-	const void *caller;
-	uint64_t count;
-};
-
-struct thread_stats {
-	struct thread_stats *next;
-	uint32_t nlocks, nsites;
-	uint64_t dropped_locks; /* contended acquisitions not recorded: table full */
-	uint64_t dropped_sites; /* recorded, but their call site not: table full */
-	uint32_t nsegs;         /* closed segments in segs[] */
-	uint32_t ninits;        /* in inits[] */
-	uint64_t dropped_inits; /* not kept: inits[] full */
-	uint64_t dropped_segs;  /* not kept: segs[] full (their acquisitions are not in totals) */
-	struct lock_rec locks[LOCK_SLOTS];
-	struct site_rec sites[SITE_SLOTS];
-	struct segment segs[SEG_LIMIT];
-	struct init_rec inits[INIT_LIMIT];
-};
-
-static struct thread_stats *all_threads;  /* pushed with CAS, never popped */
 /*
  * pthread_spin_init() calls, per hash of the lock address: a segment must not
  * run across one (its span would take the restart for a wrap).  Written only
- * by ts_stats_init, read by ts_stats_record.
+ * by ts_stats_init; read when a record is made.
  */
 #define EPOCH_BITS 8
 static uint32_t init_epochs[1u << EPOCH_BITS];
-static uint64_t unrecorded_threads;       /* threads whose table mmap failed */
-static __thread struct thread_stats *mine;
-static __thread bool mine_failed;
 
-static struct thread_stats *my_table(void)
+/* The hold-time hand-over: see the header. */
+static struct {
+	uint64_t word; /* lock tag (16) | ticket number (14) | acquired >> 4 (34); 0: none */
+} __attribute__((aligned(64))) hold_table[1u << HOLD_TABLE_BITS];
+
+#define HOLD_TIME_BITS 34
+#define HOLD_TIME_MASK ((1ull << HOLD_TIME_BITS) - 1)
+
+static inline uint64_t stats_clock(void)
 {
-	struct thread_stats *t = mine;
+	struct timespec ts;
 
-	if (__builtin_expect(t != NULL, 1))
-		return t;
-	if (mine_failed)
-		return NULL;
-	t = mmap(NULL, sizeof(*t), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	if (t == MAP_FAILED) {
-		mine_failed = true;
-		__atomic_fetch_add(&unrecorded_threads, 1, __ATOMIC_RELAXED);
-		return NULL;
-	}
-	/* RELEASE: whoever reads the list head sees the zeroed table behind it. */
-	t->next = __atomic_load_n(&all_threads, __ATOMIC_RELAXED);
-	while (!__atomic_compare_exchange_n(&all_threads, &t->next, t, true, __ATOMIC_RELEASE,
-	                                    __ATOMIC_RELAXED))
-		;
-	mine = t;
-	return t;
+	if (__builtin_expect(use_tsc, 1))
+		return __builtin_ia32_rdtsc();
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-static uint64_t now_ns(void)
+static uint64_t monotonic_ns(void)
 {
 	struct timespec ts;
 
@@ -167,557 +141,107 @@ static uint64_t now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-static struct lock_rec *lock_rec_of(struct thread_stats *t, const void *lock)
+/* CPUID 0x80000007 EDX bit 8: the TSC runs at a constant rate in every state. */
+static bool tsc_is_invariant(void)
 {
-	uint32_t i = ts_lock_hash(lock) >> (32 - LOCK_SLOTS_LOG2);
+	unsigned a, b, c, d;
 
-	for (uint32_t n = 0; n < LOCK_SLOTS; n++, i = (i + 1) & (LOCK_SLOTS - 1)) {
-		struct lock_rec *r = &t->locks[i];
-
-		if (r->lock == lock)
-			return r;
-		if (r->lock != NULL)
-			continue;
-		if (t->nlocks >= LOCK_LIMIT)
-			return NULL;
-		t->nlocks++;
-		/* RELEASE pairs with the ACQUIRE load in the merge. */
-		__atomic_store_n(&r->lock, lock, __ATOMIC_RELEASE);
-		return r;
-	}
-	return NULL;
+	__asm__ volatile("cpuid" : "=a"(a), "=b"(b), "=c"(c), "=d"(d) : "a"(0x80000000u), "c"(0));
+	if (a < 0x80000007u)
+		return false;
+	__asm__ volatile("cpuid" : "=a"(a), "=b"(b), "=c"(c), "=d"(d) : "a"(0x80000007u), "c"(0));
+	return (d >> 8) & 1;
 }
 
-static struct site_rec *site_rec_of(struct thread_stats *t, const void *lock, const void *caller)
+/* ---- creating the file ------------------------------------------------------ */
+
+static size_t read_small_file(const char *path, char *buf, size_t size)
 {
-	uint32_t i = ts_lock_hash((const char *)lock + ((uintptr_t)caller << 4)) >>
-	             (32 - SITE_SLOTS_LOG2);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	ssize_t n;
+	size_t used = 0;
 
-	for (uint32_t n = 0; n < SITE_SLOTS; n++, i = (i + 1) & (SITE_SLOTS - 1)) {
-		struct site_rec *s = &t->sites[i];
-
-		if (s->lock == lock && s->caller == caller)
-			return s;
-		if (s->lock != NULL)
-			continue;
-		if (t->nsites >= SITE_LIMIT)
-			return NULL;
-		t->nsites++;
-		s->caller = caller;
-		__atomic_store_n(&s->lock, lock, __ATOMIC_RELEASE); /* as above */
-		return s;
-	}
-	return NULL;
-}
-
-void ts_stats_record(const void *lock, uint16_t ticket, const void *caller,
-                     const struct ts_wait_stats *wait, uint32_t delay)
-{
-	struct thread_stats *t = my_table();
-	uint64_t now;
-	struct lock_rec *r;
-	struct site_rec *s;
-
-	if (t == NULL)
-		return;
-	now = now_ns();
-	r = lock_rec_of(t, lock);
-	if (r == NULL) {
-		t->dropped_locks++;
-		return;
-	}
-	if (wait->borrows == 0) {
-		/* (a borrowed turn is served under another waiter's ticket: not one of ours) */
-		struct segment *g = &r->seg;
-		uint32_t epoch = __atomic_load_n(&init_epochs[ts_lock_hash(lock) >> (32 - EPOCH_BITS)],
-		                                 __ATOMIC_RELAXED);
-
-		/* a gap that could hide a wrap, or a re-initialisation, ends the segment */
-		if (g->lock != NULL && (g->epoch != epoch || now - g->last_ns > SEG_GAP_NS)) {
-			if (t->nsegs < SEG_LIMIT) {
-				t->segs[t->nsegs] = *g;
-				/* RELEASE pairs with the ACQUIRE load in the merge. */
-				__atomic_store_n(&t->nsegs, t->nsegs + 1, __ATOMIC_RELEASE);
-				g->lock = NULL;
-			} else {
-				t->dropped_segs++; /* the total may be short from here */
-				if (g->epoch != epoch)
-					g->lock = NULL; /* must end, cannot be kept */
-				/* else the segment goes on across the gap */
-			}
-		}
-		if (g->lock != NULL) {
-			g->span += ts_tickets_between(g->last_ticket, ticket);
-		} else {
-			*g = (struct segment){ .first_ns = now, .epoch = epoch, .first_ticket = ticket };
-			__atomic_store_n(&g->lock, lock, __ATOMIC_RELEASE); /* as above */
-		}
-		g->last_ticket = ticket;
-		g->last_ns = now;
-	}
-	r->latest_ns = now;
-	r->contended++;
-	r->borrows += wait->borrows;
-	r->ahead_sum += wait->ahead;
-	if (wait->ahead > r->ahead_max)
-		r->ahead_max = wait->ahead;
-	r->polls += wait->polls;
-	r->yields += wait->yields;
-	r->parks += wait->parks;
-	r->delay_now = delay;
-	if (delay > r->delay_max)
-		r->delay_max = delay;
-	s = site_rec_of(t, lock, caller);
-	if (s != NULL)
-		s->count++;
-	else
-		t->dropped_sites++;
-}
-
-void ts_stats_init(const void *lock)
-{
-	struct thread_stats *t = my_table();
-
-	__atomic_fetch_add(&init_epochs[ts_lock_hash(lock) >> (32 - EPOCH_BITS)], 1,
-	                   __ATOMIC_RELAXED);
-	if (t == NULL)
-		return;
-	if (t->ninits >= INIT_LIMIT) {
-		t->dropped_inits++;
-		return;
-	}
-	t->inits[t->ninits] = (struct init_rec){ lock, now_ns() };
-	/* RELEASE pairs with the ACQUIRE load in the merge. */
-	__atomic_store_n(&t->ninits, t->ninits + 1, __ATOMIC_RELEASE);
-}
-
-/* ---- the report ------------------------------------------------------- */
-
-struct merged {
-	const void *lock;
-	uint64_t total, contended, ahead_sum, polls, yields, parks, borrows;
-	uint64_t latest_ns;    /* of the latest record, whose delay is "now" */
-	uint32_t delay_now, delay_max, ahead_max, threads;
-	const void *site;      /* the call site with the most contended acquisitions */
-	uint64_t site_count;
-	uint32_t sites;
-};
-
-static int by_lock_address(const void *a, const void *b)
-{
-	const struct lock_rec *x = a, *y = b;
-
-	if (x->lock != y->lock)
-		return (uintptr_t)x->lock < (uintptr_t)y->lock ? -1 : 1;
-	return 0;
-}
-
-static int init_by_lock(const void *a, const void *b)
-{
-	const struct init_rec *x = a, *y = b;
-
-	if (x->lock != y->lock)
-		return (uintptr_t)x->lock < (uintptr_t)y->lock ? -1 : 1;
-	return 0;
-}
-
-static int segment_by_lock(const void *a, const void *b)
-{
-	const struct segment *x = a, *y = b;
-
-	if (x->lock != y->lock)
-		return (uintptr_t)x->lock < (uintptr_t)y->lock ? -1 : 1;
-	return 0;
-}
-
-static int by_lock_then_caller(const void *a, const void *b)
-{
-	const struct site_rec *x = a, *y = b;
-
-	if (x->lock != y->lock)
-		return (uintptr_t)x->lock < (uintptr_t)y->lock ? -1 : 1;
-	if (x->caller != y->caller)
-		return (uintptr_t)x->caller < (uintptr_t)y->caller ? -1 : 1;
-	return 0;
-}
-
-static int by_lock(const void *key, const void *elem)
-{
-	const struct merged *m = elem;
-
-	if (key == m->lock)
+	if (fd < 0)
 		return 0;
-	return (uintptr_t)key < (uintptr_t)m->lock ? -1 : 1;
+	while (used + 1 < size && (n = read(fd, buf + used, size - 1 - used)) > 0)
+		used += (size_t)n;
+	close(fd);
+	buf[used] = '\0';
+	return used;
 }
 
-static int most_contended_first(const void *a, const void *b)
+/* /proc/self/stat field 22, the start time in clock ticks after boot. */
+static uint64_t process_start_time(void)
 {
-	const struct merged *x = a, *y = b;
+	char buf[1024];
+	char *p;
 
-	if (x->contended != y->contended)
-		return x->contended > y->contended ? -1 : 1;
-	if (x->total != y->total)
-		return x->total > y->total ? -1 : 1;
-	return (uintptr_t)x->lock < (uintptr_t)y->lock ? -1 : (x->lock != y->lock);
+	if (read_small_file("/proc/self/stat", buf, sizeof(buf)) == 0 ||
+	    (p = strrchr(buf, ')')) == NULL)
+		return 0;
+	/* after ") ": field 3 (state) ... field 22 */
+	for (int field = 2; field < 22 && p != NULL; field++)
+		p = strchr(p + 1, ' ');
+	return p != NULL ? strtoull(p + 1, NULL, 10) : 0;
 }
 
-/* An observation that starts or ends a segment, or a re-initialisation. */
-enum point_kind { FIRST, LAST, INIT };
-
-struct point {
-	uint64_t ns;
-	uint16_t ticket;   /* INIT: the ticket "served" just before 0 */
-	uint8_t kind;
-	uint32_t rec;      /* FIRST, LAST: index of the segment among the lock's */
-};
-
-static int by_time(const void *a, const void *b)
+static int note_module(struct dl_phdr_info *info, size_t size, void *arg)
 {
-	const struct point *x = a, *y = b;
-	int16_t d = (int16_t)(uint16_t)(x->ticket - y->ticket);
+	struct ts_file_header *h = arg;
+	uint64_t start = UINT64_MAX, end = 0;
+	const char *name = info->dlpi_name;
+	uint32_t type = ET_DYN;
 
-	if (x->ns != y->ns)
-		return x->ns < y->ns ? -1 : 1;
-	if (d != 0 && x->kind != INIT && y->kind != INIT) /* same clock reading */
-		return d < 0 ? -1 : 1;
-	if (x->kind != y->kind)
-		return x->kind < y->kind ? -1 : 1;
+	(void)size;
+	if (name == NULL || name[0] == '\0')
+		name = h->exe; /* the program itself */
+	if (name[0] != '/')
+		return 0; /* the vDSO */
+	for (uint32_t i = 0; i < h->nmodules; i++)
+		if (h->modules[i].base == info->dlpi_addr && strcmp(h->modules[i].path, name) == 0)
+			return 0; /* known */
+	for (int i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+
+		if (ph->p_type != PT_LOAD)
+			continue;
+		if (info->dlpi_addr + ph->p_vaddr < start)
+			start = info->dlpi_addr + ph->p_vaddr;
+		if (info->dlpi_addr + ph->p_vaddr + ph->p_memsz > end)
+			end = info->dlpi_addr + ph->p_vaddr + ph->p_memsz;
+		if (ph->p_offset == 0) /* the ELF header is mapped here */
+			type = ((const ElfW(Ehdr) *)(info->dlpi_addr + ph->p_vaddr))->e_type;
+	}
+	if (h->nmodules >= TS_MODULE_LIMIT || end == 0)
+		return 0;
+	struct ts_module *m = &h->modules[h->nmodules];
+	m->base = info->dlpi_addr;
+	m->start = start;
+	m->end = end;
+	m->elf_type = type;
+	snprintf(m->path, sizeof(m->path), "%.*s", (int)sizeof(m->path) - 1, name);
+	/* RELEASE: a reader that counts the module sees it whole. */
+	__atomic_store_n(&h->nmodules, h->nmodules + 1, __ATOMIC_RELEASE);
 	return 0;
 }
 
-/*
- * The acquisitions from the lock's first contended acquisition to its last.
- * Every ticket distance we know falls short of the truth by a multiple of
- * the ticket space, if at all: the distance between two observations
- * adjacent in time, and each segment's own span (the sum of distances
- * between its thread's consecutive observations).  Chaining them from the
- * first observation to the last gives a count congruent to the truth; the
- * longest chain is the best of them.  The observations' clock readings order
- * them, since each was read with the lock held.  A pthread_spin_init() of the
- * lock (@inits, sorted by time) restarts its tickets from 0: the chain counts
- * nothing across it, and from it to the next observation the tickets from 0;
- * a span across it is not used.  @points has room for 2 x @n + @ninits.
- */
-static uint64_t total_of(const struct segment *r, size_t n, const struct init_rec *inits,
-                         size_t ninits, struct point *points, uint64_t *best,
-                         uint32_t *first_at)
+/* Remembers the loaded objects (again, after a dlopen), to name call sites. */
+static void note_modules(void)
 {
-	size_t np = 0, start;
-	size_t last_init = 0; /* index + 1 of the latest INIT point so far; 0: none */
-
-	for (size_t i = 0; i < n; i++) {
-		points[np++] = (struct point){ r[i].first_ns, r[i].first_ticket, FIRST, (uint32_t)i };
-		points[np++] = (struct point){ r[i].last_ns, r[i].last_ticket, LAST, (uint32_t)i };
-	}
-	for (size_t i = 0; i < ninits; i++)
-		points[np++] = (struct point){ inits[i].ns, (uint16_t)(0u - TS_TICKET_STEP) & TS_TICKET_MASK,
-		                               INIT, 0 };
-	qsort(points, np, sizeof(*points), by_time);
-	/* initialisations before the first observation or after the last do not count */
-	for (start = 0; points[start].kind == INIT; start++)
-		;
-	while (points[np - 1].kind == INIT)
-		np--;
-	for (size_t p = start; p < np; p++)
-		if (points[p].kind == FIRST)
-			first_at[points[p].rec] = (uint32_t)p;
-	best[start] = 1; /* the first contended acquisition itself */
-	for (size_t p = start + 1; p < np; p++) {
-		if (points[p].kind == INIT) {
-			best[p] = best[p - 1];
-			last_init = p + 1;
-			continue;
-		}
-		best[p] = best[p - 1] + ts_tickets_between(points[p - 1].ticket, points[p].ticket);
-		if (points[p].kind == LAST && first_at[points[p].rec] + 1 > last_init) {
-			const struct segment *own = &r[points[p].rec];
-			uint64_t via_span = best[first_at[points[p].rec]] + own->span;
-
-			if (via_span > best[p])
-				best[p] = via_span;
-		}
-	}
-	return best[np - 1];
+	pthread_mutex_lock(&grow_lock);
+	dl_iterate_phdr(note_module, header);
+	pthread_mutex_unlock(&grow_lock);
 }
 
-/*
- * Merges one lock's per-thread records.  Borrowed turns consume no ticket:
- * they are added to the total (which the segments add to later).
- */
-static void merge_lock(struct merged *m, const struct lock_rec *r, size_t n)
+static bool module_known(uint64_t address)
 {
-	*m = (struct merged){ .lock = r[0].lock };
-	for (size_t i = 0; i < n; i++) {
-		m->borrows += r[i].borrows;
-		m->total += r[i].borrows;
-		m->contended += r[i].contended;
-		m->ahead_sum += r[i].ahead_sum;
-		m->polls += r[i].polls;
-		m->yields += r[i].yields;
-		m->parks += r[i].parks;
-		if (r[i].ahead_max > m->ahead_max)
-			m->ahead_max = r[i].ahead_max;
-		if (r[i].delay_max > m->delay_max)
-			m->delay_max = r[i].delay_max;
-		if (i == 0 || r[i].latest_ns >= m->latest_ns) {
-			m->latest_ns = r[i].latest_ns;
-			m->delay_now = r[i].delay_now;
-		}
-		m->threads++;
-	}
+	uint32_t n = __atomic_load_n(&header->nmodules, __ATOMIC_ACQUIRE);
+
+	for (uint32_t i = 0; i < n; i++)
+		if (address >= header->modules[i].start && address < header->modules[i].end)
+			return true;
+	return false;
 }
-
-static void write_all(int fd, const char *buf, size_t len)
-{
-	while (len > 0) {
-		ssize_t n = write(fd, buf, len);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			return;
-		buf += n;
-		len -= (size_t)n;
-	}
-}
-
-static void put_line(int fd, const char *prefix, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-
-static void put_line(int fd, const char *prefix, const char *fmt, ...)
-{
-	char line[1024];
-	size_t len = strlen(prefix);
-	va_list ap;
-
-	if (len > 64)
-		len = 64;
-	memcpy(line, prefix, len);
-	va_start(ap, fmt);
-	vsnprintf(line + len, sizeof(line) - len - 1, fmt, ap);
-	va_end(ap);
-	len = strlen(line);
-	line[len++] = '\n';
-	write_all(fd, line, len);
-}
-
-/* "function+0xoff (object)", or "object+0xoff" (for addr2line) without a symbol. */
-static void describe_site(const void *caller, char *buf, size_t size)
-{
-	Dl_info info;
-	const char *object;
-
-	if (caller == NULL || dladdr(caller, &info) == 0) {
-		snprintf(buf, size, "%p", caller);
-		return;
-	}
-	object = info.dli_fname != NULL && info.dli_fname[0] != '\0' ? info.dli_fname
-	                                                               : program_invocation_name;
-	if (info.dli_sname != NULL && info.dli_saddr != NULL) {
-		snprintf(buf, size, "%s+%#lx (%s)", info.dli_sname,
-		         (unsigned long)((uintptr_t)caller - (uintptr_t)info.dli_saddr), object);
-	} else {
-		const ElfW(Ehdr) *elf = info.dli_fbase;
-		uintptr_t offset = (uintptr_t)caller;
-
-		/* addr2line wants file offsets in PIE and shared objects, addresses in others */
-		if (elf == NULL || elf->e_type != ET_EXEC)
-			offset -= (uintptr_t)info.dli_fbase;
-		snprintf(buf, size, "%s+%#lx", object, (unsigned long)offset);
-	}
-}
-
-static void format_delay(uint32_t delay, char *buf, size_t size)
-{
-	if (delay == 0)
-		snprintf(buf, size, "-");
-	else
-		snprintf(buf, size, "%.2f", (double)delay / TS_DELAY_ONE);
-}
-
-static void *map(size_t bytes)
-{
-	void *p;
-
-	if (bytes == 0)
-		bytes = 1;
-	p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	return p == MAP_FAILED ? NULL : p;
-}
-
-long ts_stats_report(int fd, const char *prefix, uint32_t top)
-{
-	struct thread_stats *head = __atomic_load_n(&all_threads, __ATOMIC_ACQUIRE);
-	size_t nthreads = 0, nlocks = 0, nsites = 0, nsegs = 0, ninits = 0, nmerged = 0, shown;
-	uint64_t dropped_locks = 0, dropped_sites = 0, dropped_inits = 0, dropped_segs = 0;
-	uint64_t contended = 0;
-	struct lock_rec *locks;
-	struct segment *segs;
-	struct init_rec *inits;
-	struct site_rec *sites;
-	struct merged *merged;
-	struct point *points;
-	uint64_t *best;
-	uint32_t *first_at;
-	size_t bytes;
-	char *memory;
-
-	for (struct thread_stats *t = head; t != NULL; t = t->next) {
-		uint32_t n = __atomic_load_n(&t->nlocks, __ATOMIC_RELAXED);
-
-		nthreads += n > 0; /* threads that only initialised locks do not count */
-		nlocks += n;
-		nsites += __atomic_load_n(&t->nsites, __ATOMIC_RELAXED);
-		nsegs += __atomic_load_n(&t->nsegs, __ATOMIC_ACQUIRE);
-		ninits += __atomic_load_n(&t->ninits, __ATOMIC_ACQUIRE);
-	}
-	nsegs += nlocks; /* the current segments */
-	bytes = nlocks * (sizeof(*locks) + sizeof(*merged)) +
-	        nsegs * (sizeof(*segs) + 2 * sizeof(*points) + 2 * sizeof(*best) +
-	                 sizeof(*first_at)) +
-	        ninits * (sizeof(*inits) + sizeof(*points) + sizeof(*best)) +
-	        nsites * sizeof(*sites);
-	memory = map(bytes);
-	if (memory == NULL) {
-		put_line(fd, prefix, "stats: no memory for the report (%zu bytes)", bytes);
-		return -1;
-	}
-	locks = (struct lock_rec *)memory;
-	merged = (struct merged *)(locks + nlocks);
-	segs = (struct segment *)(merged + nlocks);
-	inits = (struct init_rec *)(segs + nsegs);
-	points = (struct point *)(inits + ninits);
-	best = (uint64_t *)(points + 2 * nsegs + ninits);
-	sites = (struct site_rec *)(best + 2 * nsegs + ninits);
-	first_at = (uint32_t *)(sites + nsites);
-
-	/* Snapshot: threads may still be recording; take no more than we counted. */
-	{
-		size_t l = 0, s = 0, g = 0, k = 0;
-
-		for (struct thread_stats *t = head; t != NULL; t = t->next) {
-			uint32_t closed = __atomic_load_n(&t->nsegs, __ATOMIC_ACQUIRE);
-
-			dropped_locks += t->dropped_locks;
-			dropped_sites += t->dropped_sites;
-			dropped_inits += t->dropped_inits;
-			dropped_segs += t->dropped_segs;
-			for (uint32_t i = 0, m = __atomic_load_n(&t->ninits, __ATOMIC_ACQUIRE);
-			     i < m && k < ninits; i++)
-				inits[k++] = t->inits[i];
-			for (uint32_t i = 0; i < closed && g < nsegs; i++)
-				segs[g++] = t->segs[i];
-			for (uint32_t i = 0; i < LOCK_SLOTS && l < nlocks; i++) {
-				if (__atomic_load_n(&t->locks[i].lock, __ATOMIC_ACQUIRE) == NULL ||
-				    t->locks[i].contended == 0)
-					continue;
-				locks[l] = t->locks[i];
-				if (__atomic_load_n(&t->locks[i].seg.lock, __ATOMIC_ACQUIRE) != NULL &&
-				    g < nsegs)
-					segs[g++] = locks[l].seg;
-				l++;
-			}
-			for (uint32_t i = 0; i < SITE_SLOTS && s < nsites; i++)
-				if (__atomic_load_n(&t->sites[i].lock, __ATOMIC_ACQUIRE) != NULL)
-					sites[s++] = t->sites[i];
-		}
-		nlocks = l;
-		nsites = s;
-		nsegs = g;
-		ninits = k;
-	}
-
-	qsort(locks, nlocks, sizeof(*locks), by_lock_address);
-	for (size_t i = 0, j; i < nlocks; i = j) {
-		for (j = i; j < nlocks && locks[j].lock == locks[i].lock; j++)
-			;
-		merge_lock(&merged[nmerged], &locks[i], j - i);
-		contended += merged[nmerged].contended;
-		nmerged++;
-	}
-
-	qsort(segs, nsegs, sizeof(*segs), segment_by_lock);
-	qsort(inits, ninits, sizeof(*inits), init_by_lock);
-	for (size_t i = 0, j, k = 0; i < nsegs; i = j) {
-		struct merged *m;
-		size_t first_init;
-
-		for (j = i; j < nsegs && segs[j].lock == segs[i].lock; j++)
-			;
-		while (k < ninits && (uintptr_t)inits[k].lock < (uintptr_t)segs[i].lock)
-			k++;
-		for (first_init = k; k < ninits && inits[k].lock == segs[i].lock; k++)
-			;
-		m = bsearch(segs[i].lock, merged, nmerged, sizeof(*merged), by_lock);
-		if (m != NULL)
-			m->total += total_of(&segs[i], j - i, &inits[first_init], k - first_init,
-			                     points, best, first_at);
-	}
-
-	qsort(sites, nsites, sizeof(*sites), by_lock_then_caller);
-	for (size_t i = 0, j; i < nsites; i = j) {
-		uint64_t count = 0;
-		struct merged *m;
-
-		for (j = i; j < nsites && sites[j].lock == sites[i].lock &&
-		            sites[j].caller == sites[i].caller; j++)
-			count += sites[j].count;
-		m = bsearch(sites[i].lock, merged, nmerged, sizeof(*merged), by_lock);
-		if (m == NULL)
-			continue;
-		m->sites++;
-		if (count > m->site_count) {
-			m->site_count = count;
-			m->site = sites[i].caller;
-		}
-	}
-
-	qsort(merged, nmerged, sizeof(*merged), most_contended_first);
-	shown = nmerged < top ? nmerged : top;
-	put_line(fd, prefix,
-	         "stats: pid %d: %zu lock%s contended, %llu contended acquisitions in %zu "
-	         "thread%s; %zu shown (TICKET_STATS_TOP=%u), most contended first",
-	         (int)getpid(), nmerged, nmerged == 1 ? "" : "s", (unsigned long long)contended,
-	         nthreads, nthreads == 1 ? "" : "s", shown, top);
-	if (dropped_locks > 0 || dropped_sites > 0 || dropped_inits > 0 || dropped_segs > 0 ||
-	    unrecorded_threads > 0)
-		put_line(fd, prefix,
-		         "stats: not recorded (per-thread tables full: %u locks, %u call sites, %u "
-		         "inits, %u segments): %llu contended acquisitions, %llu call sites, %llu "
-		         "inits, %llu segments (totals may be short); %llu thread%s without a table",
-		         LOCK_LIMIT, SITE_LIMIT, INIT_LIMIT, SEG_LIMIT,
-		         (unsigned long long)dropped_locks, (unsigned long long)dropped_sites,
-		         (unsigned long long)dropped_inits, (unsigned long long)dropped_segs,
-		         (unsigned long long)unrecorded_threads, unrecorded_threads == 1 ? "" : "s");
-	if (shown > 0)
-		put_line(fd, prefix, "stats: %18s %10s %10s %13s %7s %15s %8s %8s %7s %7s  %s",
-		         "lock", "total", "contended", "ahead avg/max", "polls", "delay now/max",
-		         "yields", "parks", "threads", "borrows",
-		         "top call site (its share of contended)");
-	for (size_t i = 0; i < shown; i++) {
-		const struct merged *m = &merged[i];
-		char site[512], now[24], max[24], ahead[32], delay[56];
-
-		describe_site(m->site, site, sizeof(site));
-		format_delay(m->delay_now, now, sizeof(now));
-		format_delay(m->delay_max, max, sizeof(max));
-		snprintf(ahead, sizeof(ahead), "%.2f/%u", (double)m->ahead_sum / m->contended,
-		         m->ahead_max);
-		snprintf(delay, sizeof(delay), "%s/%s", now, max);
-		put_line(fd, prefix,
-		         "stats: %18p %10llu %10llu %13s %7.1f %15s %8llu %8llu %7u %7llu  %s %llu%%%s",
-		         m->lock, (unsigned long long)m->total, (unsigned long long)m->contended,
-		         ahead, (double)m->polls / m->contended, delay,
-		         (unsigned long long)m->yields, (unsigned long long)m->parks,
-		         m->threads, (unsigned long long)m->borrows,
-		         site, (unsigned long long)(m->site_count * 100 / m->contended),
-		         m->sites > 1 ? " (of several sites)" : "");
-	}
-	munmap(memory, bytes == 0 ? 1 : bytes);
-	return (long)nmerged;
-}
-
-/* ---- at exit, and across fork -------------------------------------------- */
 
 /* TICKET_STATS=FILE: "%p" in FILE becomes the pid, "%%" a percent sign. */
 static void expand_name(const char *pattern, char *out, size_t size)
@@ -740,36 +264,474 @@ static void expand_name(const char *pattern, char *out, size_t size)
 	out[o] = '\0';
 }
 
+/* Creates @path, new, ours alone; its inode in @dev and @ino.  -1 with errno. */
+static int create_new(const char *path, int flags, dev_t *dev, ino_t *ino)
+{
+	struct stat st;
+	int fd = open(path, flags | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+
+	if (fd < 0)
+		return -1;
+	if (fstat(fd, &st) != 0) {
+		int e = errno;
+		close(fd);
+		unlink(path);
+		errno = e;
+		return -1;
+	}
+	*dev = st.st_dev;
+	*ino = st.st_ino;
+	return fd;
+}
+
+/* Opens @path again, only if it is still the file we created. */
+static int reopen_ours(const char *path, int flags, dev_t dev, ino_t ino)
+{
+	struct stat st;
+	int fd = open(path, flags | O_NOFOLLOW | O_CLOEXEC);
+
+	if (fd < 0)
+		return -1;
+	if (fstat(fd, &st) != 0 || st.st_dev != dev || st.st_ino != ino) {
+		close(fd);
+		errno = ESTALE;
+		return -1;
+	}
+	return fd;
+}
+
+/* $XDG_RUNTIME_DIR when it is a directory of ours that no one else can write. */
+static const char *stats_directory(const struct ts_config *cfg)
+{
+	struct stat st;
+
+	if (cfg->runtime_dir != NULL && stat(cfg->runtime_dir, &st) == 0 && S_ISDIR(st.st_mode) &&
+	    st.st_uid == geteuid() && (st.st_mode & 022) == 0 &&
+	    strlen(cfg->runtime_dir) < sizeof(file_path) - 64)
+		return cfg->runtime_dir;
+	return "/dev/shm";
+}
+
+static bool create_stats_file(const struct ts_config *cfg)
+{
+	const char *dir = stats_directory(cfg);
+	int fd = -1;
+	struct ts_file_header *h;
+	char cmdline[sizeof(h->command)];
+	size_t len;
+
+	for (int n = 0; n < 1000; n++) {
+		if (n == 0)
+			snprintf(file_path, sizeof(file_path), "%s/%s%d", dir, TS_FILE_PREFIX,
+			         (int)getpid());
+		else
+			snprintf(file_path, sizeof(file_path), "%s/%s%d.%d", dir, TS_FILE_PREFIX,
+			         (int)getpid(), n);
+		fd = create_new(file_path, O_RDWR, &file_dev, &file_ino);
+		if (fd >= 0 || errno != EEXIST)
+			break;
+	}
+	if (fd < 0) {
+		ts_log("TICKET_STATS: cannot create %s: %s; running without statistics", file_path,
+		       strerror(errno));
+		return false;
+	}
+	h = MAP_FAILED;
+	if (ftruncate(fd, sizeof(*h)) == 0)
+		h = mmap(NULL, sizeof(*h), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	close(fd);
+	if (h == MAP_FAILED) {
+		ts_log("TICKET_STATS: cannot map %s: %s; running without statistics", file_path,
+		       strerror(errno));
+		unlink(file_path);
+		return false;
+	}
+	file_size = sizeof(*h);
+	use_tsc = tsc_is_invariant();
+	h->version = TS_FILE_VERSION;
+	h->header_size = sizeof(*h);
+	h->slot_size = sizeof(struct ts_thread_slot);
+	h->max_threads = TS_MAX_THREADS;
+	h->pid = (int32_t)getpid();
+	h->ppid = (int32_t)getppid();
+	h->uid = (uint32_t)geteuid();
+	h->state = TS_RUNNING;
+	h->start_time = process_start_time();
+	{
+		struct timespec ts;
+		clock_gettime(CLOCK_REALTIME, &ts);
+		h->created_ns = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+	}
+	h->clock = use_tsc ? TS_CLOCK_TSC : TS_CLOCK_NS;
+	h->stats_top = cfg->stats_top;
+	h->delay_tuned = cfg->delay_mode == TS_DELAY_AUTO;
+	h->ns0 = monotonic_ns();
+	h->tsc0 = stats_clock();
+	len = read_small_file("/proc/self/cmdline", cmdline, sizeof(cmdline));
+	for (size_t i = 0; i + 1 < len; i++)
+		if (cmdline[i] == '\0')
+			cmdline[i] = ' ';
+	memcpy(h->command, cmdline, sizeof(h->command));
+	h->command[sizeof(h->command) - 1] = '\0';
+	if (readlink("/proc/self/exe", h->exe, sizeof(h->exe) - 1) < 0)
+		snprintf(h->exe, sizeof(h->exe), "%s", program_invocation_name);
+	header = h;
+	note_modules();
+	/* The segment gap needs the tick rate only roughly: 50 us of both clocks. */
+	if (use_tsc) {
+		uint64_t ns = h->ns0, ticks;
+
+		while ((ns = monotonic_ns()) - h->ns0 < 50000)
+			;
+		ticks = stats_clock();
+		seg_gap = (uint64_t)((double)TS_SEG_GAP_NS * (double)(ticks - h->tsc0) /
+		                     (double)(ns - h->ns0));
+	} else {
+		seg_gap = TS_SEG_GAP_NS;
+	}
+	/* Last: a reader that sees the magic sees a whole header. */
+	__atomic_store_n(&h->magic, TS_FILE_MAGIC, __ATOMIC_RELEASE);
+	return true;
+}
+
+/* TICKET_STATS=FILE: create it now, so that an unusable path is known at once. */
+static bool create_report_file(const struct ts_config *cfg)
+{
+	int fd;
+
+	report_to_file = cfg->stats[0] != '\0';
+	if (!report_to_file || report_nowhere)
+		return true;
+	expand_name(cfg->stats, report_path, sizeof(report_path));
+	fd = create_new(report_path, O_WRONLY, &report_dev, &report_ino);
+	if (fd < 0) {
+		ts_log("TICKET_STATS=%s: cannot create %s: %s (an existing file is never "
+		       "overwritten); running without statistics",
+		       cfg->stats, report_path, strerror(errno));
+		return false;
+	}
+	close(fd);
+	return true;
+}
+
+bool ts_stats_start(void)
+{
+	int state = __atomic_load_n(&file_state, __ATOMIC_ACQUIRE);
+	const struct ts_config *cfg;
+
+	if (__builtin_expect(state == FILE_READY, 1))
+		return true; /* ACQUIRE pairs with the RELEASE store below */
+	if (state == FILE_FAILED)
+		return false;
+	cfg = ts_config();
+	if (cfg->stats == NULL)
+		return false;
+	state = FILE_NONE;
+	if (__atomic_compare_exchange_n(&file_state, &state, FILE_CREATING, false, __ATOMIC_ACQUIRE,
+	                                __ATOMIC_ACQUIRE)) {
+		bool ok = create_report_file(cfg);
+
+		if (ok && !create_stats_file(cfg)) {
+			ok = false;
+			if (report_to_file && !report_nowhere)
+				unlink(report_path);
+		}
+		__atomic_store_n(&file_state, ok ? FILE_READY : FILE_FAILED, __ATOMIC_RELEASE);
+		return ok;
+	}
+	/* Another thread is creating the file: microseconds. */
+	while ((state = __atomic_load_n(&file_state, __ATOMIC_ACQUIRE)) == FILE_CREATING)
+		__builtin_ia32_pause();
+	return state == FILE_READY;
+}
+
+/* ---- the calling thread's slot --------------------------------------------------- */
+
+static struct ts_thread_slot *claim_slot(void)
+{
+	struct ts_thread_slot *slot = MAP_FAILED;
+	uint32_t i;
+	int fd;
+
+	if (!ts_stats_start())
+		return NULL;
+	i = __atomic_fetch_add(&header->threads, 1, __ATOMIC_RELAXED);
+	if (i >= TS_MAX_THREADS)
+		goto fail;
+	pthread_mutex_lock(&grow_lock);
+	/*
+	 * Opened again by name each time, never kept: the program may close
+	 * our descriptor and reuse its number for a file of its own.
+	 */
+	fd = reopen_ours(file_path, O_RDWR, file_dev, file_ino);
+	if (fd >= 0) {
+		if (ts_slot_offset(i + 1) > file_size && ftruncate(fd, (off_t)ts_slot_offset(i + 1)) == 0)
+			file_size = ts_slot_offset(i + 1);
+		if (ts_slot_offset(i + 1) <= file_size)
+			slot = mmap(NULL, sizeof(*slot), PROT_READ | PROT_WRITE, MAP_SHARED, fd,
+			            (off_t)ts_slot_offset(i));
+		close(fd);
+	}
+	pthread_mutex_unlock(&grow_lock);
+	if (slot == MAP_FAILED)
+		goto fail;
+	slot->tid = (uint32_t)syscall(SYS_gettid);
+	__atomic_store_n(&slot->claimed, 1, __ATOMIC_RELEASE);
+	return slot;
+fail:
+	__atomic_fetch_add(&header->unrecorded_threads, 1, __ATOMIC_RELAXED);
+	return NULL;
+}
+
+static struct ts_thread_slot *my_slot(void)
+{
+	struct ts_thread_slot *t = mine;
+
+	if (__builtin_expect(t != NULL, 1))
+		return t;
+	if (mine_failed)
+		return NULL;
+	t = claim_slot();
+	mine_failed = t == NULL;
+	mine = t;
+	return t;
+}
+
+/* Folds the pending record; names a new call site's object if it is new. */
+static void fold(struct ts_thread_slot *t)
+{
+	uint32_t sites = t->nsites;
+
+	ts_slot_fold(t, seg_gap);
+	if (t->nsites != sites && !module_known(t->sites[t->last_site].caller))
+		note_modules(); /* a dlopen()ed object */
+}
+
+/* ---- the slow path's calls ------------------------------------------------------ */
+
+void ts_stats_wait_begin(struct ts_wait_stats *wait)
+{
+	struct ts_thread_slot *t = my_slot();
+
+	if (t == NULL)
+		return;
+	wait->begin = stats_clock();
+	/* While we wait anyway: the previous acquisition's bookkeeping. */
+	if (t->folded != t->pending.seq)
+		fold(t);
+}
+
+/*
+ * The hold time of the holder before us (ticket - 1), if it published its
+ * acquisition; publishes ours if the holder after us is to sample.
+ */
+static uint64_t hold_sample(uint32_t hash, uint16_t ticket, uint64_t now,
+                            const struct ts_wait_stats *wait)
+{
+	uint64_t *word = &hold_table[hash >> (32 - HOLD_TABLE_BITS)].word;
+	uint64_t number = (ticket / TS_TICKET_STEP) & 0x3fff;
+	uint64_t tag = hash & 0xffff;
+
+	if (wait->borrows != 0)
+		return 0; /* served under another waiter's ticket */
+	if ((number & (HOLD_SAMPLE_EVERY - 1)) == HOLD_SAMPLE_EVERY - 1) {
+		/* A plain store: another lock with the same entry may overwrite it; a lost sample. */
+		__atomic_store_n(word, tag << 48 | number << HOLD_TIME_BITS |
+		                               ((now >> 4) & HOLD_TIME_MASK), __ATOMIC_RELAXED);
+	} else if ((number & (HOLD_SAMPLE_EVERY - 1)) == 0 && wait->parks == 0 &&
+	           wait->yields == 0) {
+		uint64_t seen = __atomic_load_n(word, __ATOMIC_RELAXED);
+
+		if (seen >> 48 == tag && ((seen >> HOLD_TIME_BITS) & 0x3fff) == ((number - 1) & 0x3fff)) {
+			uint64_t held = ((now >> 4) - seen) & HOLD_TIME_MASK;
+
+			/* consumed: a ticket 16384 later must not match it */
+			__atomic_store_n(word, 0, __ATOMIC_RELAXED);
+			return held != 0 ? held << 4 : 1;
+		}
+	}
+	return 0;
+}
+
+void ts_stats_record(const void *lock, uint16_t ticket, const void *caller,
+                     const struct ts_wait_stats *wait, uint32_t delay)
+{
+	struct ts_thread_slot *t = mine;
+	struct ts_pending *p;
+	uint32_t hash = ts_lock_hash(lock);
+	uint64_t now, seq;
+
+	if (__builtin_expect(t == NULL, 0) && (t = my_slot()) == NULL)
+		return;
+	now = stats_clock();
+	if (__builtin_expect(t->folded != t->pending.seq, 0))
+		fold(t); /* no ts_stats_wait_begin() before this one (the tests) */
+	p = &t->pending;
+	seq = p->seq + 1;
+	/* odd while written; readers skip it then (x86 keeps stores in order) */
+	__atomic_store_n(&p->seq, seq, __ATOMIC_RELAXED);
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	p->lock = (uintptr_t)lock;
+	p->caller = (uintptr_t)caller;
+	p->begin = wait->begin;
+	p->served = now;
+	p->hold = hold_sample(hash, ticket, now, wait);
+	p->polls = wait->polls;
+	p->yields = wait->yields;
+	p->parks = wait->parks;
+	p->borrows = wait->borrows;
+	p->delay = delay;
+	p->epoch = __atomic_load_n(&init_epochs[hash >> (32 - EPOCH_BITS)], __ATOMIC_RELAXED);
+	p->ticket = ticket;
+	p->ahead = wait->ahead;
+	__atomic_store_n(&p->seq, seq + 1, __ATOMIC_RELEASE);
+}
+
+void ts_stats_init(const void *lock)
+{
+	struct ts_thread_slot *t;
+
+	__atomic_fetch_add(&init_epochs[ts_lock_hash(lock) >> (32 - EPOCH_BITS)], 1,
+	                   __ATOMIC_RELAXED);
+	if ((t = my_slot()) == NULL)
+		return;
+	if (t->ninits >= TS_INIT_LIMIT) {
+		t->dropped_inits++;
+		return;
+	}
+	t->inits[t->ninits] = (struct ts_init_rec){ (uintptr_t)lock, stats_clock() };
+	/* RELEASE: readers that see the count see the record. */
+	__atomic_store_n(&t->ninits, t->ninits + 1, __ATOMIC_RELEASE);
+}
+
+/* ---- the report ---------------------------------------------------------------- */
+
+/* "function+0xoff (object)", or "object+0xoff" (for addr2line) without a symbol. */
+static void describe_site(uint64_t address, char *buf, size_t size, void *arg)
+{
+	const void *caller = (const void *)(uintptr_t)address;
+	Dl_info info;
+	const char *object;
+
+	(void)arg;
+	if (caller == NULL || dladdr(caller, &info) == 0) {
+		snprintf(buf, size, "%p", caller);
+		return;
+	}
+	object = info.dli_fname != NULL && info.dli_fname[0] != '\0' ? info.dli_fname
+	                                                               : program_invocation_name;
+	if (info.dli_sname != NULL && info.dli_saddr != NULL) {
+		snprintf(buf, size, "%s+%#lx (%s)", info.dli_sname,
+		         (unsigned long)((uintptr_t)caller - (uintptr_t)info.dli_saddr), object);
+	} else {
+		const ElfW(Ehdr) *elf = info.dli_fbase;
+		uintptr_t offset = (uintptr_t)caller;
+
+		/* addr2line wants file offsets in PIE and shared objects, addresses in others */
+		if (elf == NULL || elf->e_type != ET_EXEC)
+			offset -= (uintptr_t)info.dli_fbase;
+		snprintf(buf, size, "%s+%#lx", object, (unsigned long)offset);
+	}
+}
+
+long ts_stats_report(int fd, const char *prefix, uint32_t top)
+{
+	struct ts_file_header h;
+	struct ts_report report;
+	struct ts_report_options options = {
+		.prefix = prefix, .top = top, .sites = 3, .describe = describe_site, .header = 1,
+	};
+	int in;
+	long n;
+
+	if (!ts_stats_start() || (in = reopen_ours(file_path, O_RDONLY, file_dev, file_ino)) < 0) {
+		/* no file (a forked child that recorded nothing, or no statistics) */
+		memset(&h, 0, sizeof(h));
+		memset(&report, 0, sizeof(report));
+		h.pid = (int32_t)getpid();
+		options.ticks_per_ns = 1;
+		return ts_report_write(fd, &h, &report, &options);
+	}
+	if (ts_report_read(in, &h, &report) != 0) {
+		ts_log("stats: cannot read %s: %s", file_path, strerror(errno));
+		close(in);
+		return -1;
+	}
+	close(in);
+	options.ticks_per_ns = ts_ticks_per_ns(&h);
+	n = ts_report_write(fd, &h, &report, &options);
+	ts_report_free(&report);
+	return n;
+}
+
+const char *ts_stats_file(void)
+{
+	return __atomic_load_n(&file_state, __ATOMIC_ACQUIRE) == FILE_READY ? file_path : NULL;
+}
+
+/* ---- at exit, and across fork -------------------------------------------- */
+
 __attribute__((destructor)) static void stats_at_exit(void)
 {
 	const struct ts_config *cfg = ts_config();
-	char name[4096];
 	int fd = STDERR_FILENO;
+	bool ready;
 
-	if (cfg->stats == NULL)
+	if (cfg->stats == NULL || report_nowhere)
 		return;
-	if (cfg->stats[0] != '\0') {
-		expand_name(cfg->stats, name, sizeof(name));
-		fd = open(name, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+	ready = __atomic_load_n(&file_state, __ATOMIC_ACQUIRE) == FILE_READY;
+	if (!ready && __atomic_load_n(&file_state, __ATOMIC_ACQUIRE) == FILE_FAILED)
+		return; /* said so at start-up */
+	if (ready) {
+		header->exit_ns = monotonic_ns();
+		header->exit_clock = stats_clock();
+	}
+	if (report_to_file) {
+		fd = reopen_ours(report_path, O_WRONLY | O_APPEND, report_dev, report_ino);
 		if (fd < 0) {
-			ts_log("TICKET_STATS=%s: cannot write %s: %s; reporting on stderr",
-			       cfg->stats, name, strerror(errno));
+			ts_log("TICKET_STATS=%s: cannot write %s: %s; reporting on stderr", cfg->stats,
+			       report_path, strerror(errno));
 			fd = STDERR_FILENO;
 		}
 	}
 	ts_stats_report(fd, fd == STDERR_FILENO ? "ticketspin: " : "", cfg->stats_top);
 	if (fd != STDERR_FILENO)
 		close(fd);
+	if (ready) {
+		__atomic_store_n(&header->state, TS_EXITED, __ATOMIC_RELEASE);
+		if (!cfg->stats_keep) {
+			struct stat st;
+
+			/* only our own file: the name could have been replaced meanwhile */
+			if (lstat(file_path, &st) == 0 && st.st_dev == file_dev && st.st_ino == file_ino)
+				unlink(file_path);
+		}
+	}
 }
 
-/* A forked child starts afresh: its copies of the parent's tables are the
- * parent's to report. */
+/*
+ * A forked child gets its own file, made when it first records (or at its
+ * exit): many children exec at once, and their files would only be left
+ * behind.  Its mappings of the parent's file are dropped, so it cannot
+ * write there.  (Other threads' slots stay mapped in the child, unused.)
+ */
 static void forget_parent(void)
 {
-	__atomic_store_n(&all_threads, NULL, __ATOMIC_RELAXED);
-	unrecorded_threads = 0;
+	if (__atomic_load_n(&file_state, __ATOMIC_RELAXED) == FILE_READY) {
+		munmap(header, sizeof(*header));
+		if (mine != NULL)
+			munmap(mine, sizeof(*mine));
+	}
+	header = NULL;
+	file_size = 0;
+	pthread_mutex_init(&grow_lock, NULL);
 	mine = NULL;
 	mine_failed = false;
+	/* Without "%p" the child's report would overwrite the parent's: it keeps its file. */
+	if (report_to_file && strstr(ts_config()->stats, "%p") == NULL)
+		report_nowhere = true;
+	if (__atomic_load_n(&file_state, __ATOMIC_RELAXED) != FILE_FAILED)
+		__atomic_store_n(&file_state, FILE_NONE, __ATOMIC_RELAXED);
 }
 
 /* Not conditional on TICKET_STATS: reading the configuration here would fix

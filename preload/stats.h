@@ -1,17 +1,20 @@
 /*
- * stats.h - TICKET_STATS: per-lock contention statistics, reported at exit.
+ * stats.h - TICKET_STATS: per-lock contention statistics, kept in a
+ * per-process shared-memory file (stats_file.h) that `ticketspin report` and
+ * `ticketspin top` read, and reported at a normal exit.
  *
- * Only the slow path records, and only when cfg->stats != NULL: one call per
- * contended acquisition, made while holding the lock.  Records are per thread
- * (no shared atomics): a table allocated with mmap the first time a thread
- * records, pushed once onto a global list and never freed, so threads that
- * exit before the program are still counted.  A destructor merges the tables
- * and writes the report (stderr, or the TICKET_STATS file) when the program
- * exits normally; _exit() and fatal signals skip it.
+ * Only the slow path records, and only when cfg->stats != NULL: a call when
+ * it starts waiting and one once it holds the lock.  Records are per thread
+ * (no shared atomics): a slot of the file claimed on the thread's first
+ * record and never given back, so threads that exit before the program are
+ * still counted.  The file outlives the process when it ends by _exit(),
+ * exec or a signal; a normal exit writes the report (stderr, or the
+ * TICKET_STATS file) and removes the file unless TICKET_STATS_KEEP=1.
  */
 #ifndef TICKETSPIN_STATS_H
 #define TICKETSPIN_STATS_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 /* What one contended acquisition cost; the slow path fills it as it waits. */
@@ -21,14 +24,25 @@ struct ts_wait_stats {
 	uint32_t parks;  /* futex sleeps attempted */
 	uint32_t borrows; /* stalled turns held in a descheduled waiter's place (0 or 1) */
 	uint16_t ahead;  /* tickets ahead of ours when we began to wait, holder included */
+	uint64_t begin;  /* set by ts_stats_wait_begin(): when the wait began; 0: not timed */
 };
 
 /*
- * Records one contended acquisition of @lock by the calling thread: @ticket
- * is the ticket it was served with, @caller the return address of
- * pthread_spin_lock(), @delay the thread's tuned delay for @lock after this
- * wait (fixed point, TS_DELAY_SHIFT; 0 when the delay is not auto-tuned).
- * Never allocates with malloc, never takes a lock.
+ * Called by the slow path when it starts waiting (ticket drawn, @wait->ahead
+ * set): notes the time in @wait->begin, and, since the thread waits anyway,
+ * does the bookkeeping of its previous contended acquisition.  Never takes
+ * the lock being waited for; may take a private mutex and make system calls
+ * the first time a thread records.
+ */
+void ts_stats_wait_begin(struct ts_wait_stats *wait);
+
+/*
+ * Records one contended acquisition of @lock by the calling thread, which
+ * holds it: @ticket is the ticket it was served with, @caller the return
+ * address of pthread_spin_lock(), @delay the thread's tuned delay for @lock
+ * after this wait (fixed point, TS_DELAY_SHIFT; 0 when the delay is not
+ * auto-tuned).  Cheap: one clock read and a few stores; never allocates,
+ * never takes a lock (after the thread's first record).
  */
 void ts_stats_record(const void *lock, uint16_t ticket, const void *caller,
                      const struct ts_wait_stats *wait, uint32_t delay);
@@ -37,10 +51,20 @@ void ts_stats_record(const void *lock, uint16_t ticket, const void *caller,
 void ts_stats_init(const void *lock);
 
 /*
- * Merges every thread's records and writes the report to @fd, at most @top
- * locks, each line prefixed with @prefix.  Returns the number of contended
- * locks (listed or not), or -1 when memory for the merge is not available.
- * The destructor calls it; the tests call it directly.
+ * Creates the process's statistics file (and the TICKET_STATS report file)
+ * if TICKET_STATS is on and it is not made yet; true when it exists.  The
+ * library's constructor calls it; recording calls it when needed.
+ */
+bool ts_stats_start(void);
+
+/* The statistics file's path, or NULL when there is none. */
+const char *ts_stats_file(void);
+
+/*
+ * Writes the report of this process's file to @fd, at most @top locks, each
+ * line prefixed with @prefix.  Returns the number of contended locks (listed
+ * or not), or -1 when the file cannot be read.  The destructor calls it; the
+ * tests call it directly.
  */
 long ts_stats_report(int fd, const char *prefix, uint32_t top);
 

@@ -1,12 +1,15 @@
 /*
  * contended - a known contended program for the TICKET_STATS tests.
  *
- *   contended THREADS N LOCKS [exit|_exit]
+ *   contended THREADS N LOCKS [exit|_exit|wait|fork_exit]
  *       THREADS workers run contend_worker(): N times lock 0, and, when
  *       LOCKS is 2, every fourth time lock 1 too (from another call site).
  *       Main holds each lock until every worker has come to it and one
  *       has drawn a ticket, so each lock is contended at least once.  "_exit" leaves through
- *       _exit(0) instead of returning from main.
+ *       _exit(0) instead of returning from main.  "wait" prints "ready"
+ *       after the work and then waits to be killed.  "fork_exit" does the
+ *       work in a forked child, which leaves through _exit(0); the parent
+ *       prints "child PID" and returns from main.
  *   contended none N
  *       one thread, N uncontended acquisitions.
  *
@@ -20,6 +23,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "ticket_lock.h"
@@ -88,6 +92,19 @@ int main(int argc, char **argv)
 		nlocks = 1;
 		rounds = atol(argv[2]);
 		contend_worker(NULL);
+	} else if (argc == 5 && strcmp(argv[4], "fork_exit") == 0) {
+		pid_t child = fork();
+		int status;
+
+		if (child == 0) {
+			argv[4] = (char *)"_exit";
+			return main(argc, argv);
+		}
+		if (child < 0 || waitpid(child, &status, 0) != child || !WIFEXITED(status) ||
+		    WEXITSTATUS(status) != 0)
+			return 1;
+		printf("child %d\n", (int)child);
+		return 0;
 	} else if (argc == 4 || argc == 5) {
 		threads = atoi(argv[1]);
 		rounds = atol(argv[2]);
@@ -121,5 +138,10 @@ int main(int argc, char **argv)
 		printf("lock %d %p acquisitions %lu\n", k, (void *)&locks[k].lock, locks[k].count);
 	if (argc == 5 && strcmp(argv[4], "_exit") == 0)
 		_exit(0);
+	if (argc == 5 && strcmp(argv[4], "wait") == 0) {
+		printf("ready\n");
+		for (;;)
+			pause();
+	}
 	return 0;
 }

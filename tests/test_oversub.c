@@ -62,7 +62,7 @@ static long parks_reported(const char *err)
 	long columns = 0, parks = -1;
 
 	cr_assert_not_null(header, "no stats report:\n%s", err);
-	/* The data row follows the header line; "parks" is its 8th field, after the prefix. */
+	/* The data row follows the header lines; "parks" is its 16th field, after the prefix. */
 	row = strchr(header, '\n');
 	cr_assert_not_null(row);
 	row = strstr(row, "0x");
@@ -70,7 +70,7 @@ static long parks_reported(const char *err)
 	char copy[512];
 	snprintf(copy, sizeof(copy), "%s", row);
 	for (char *field = strtok(copy, " \t"); field != NULL; field = strtok(NULL, " \t")) {
-		if (++columns == 8) {
+		if (++columns == 16) {
 			parks = strtol(field, NULL, 10);
 			break;
 		}

@@ -1,0 +1,263 @@
+/*
+ * stats_file.h - the layout of a process's TICKET_STATS file, shared by the
+ * library (which writes it) and the ticketspin-stats program (which reads it
+ * for `ticketspin report` and `ticketspin top`).
+ *
+ * One file per process image, created when the process starts with
+ * TICKET_STATS on: "ticketspin-stats.PID" (".PID.N" when that name is taken,
+ * e.g. by the image before an exec, or a dead process whose pid was reused),
+ * in $XDG_RUNTIME_DIR when set and ours, else in /dev/shm.  It is a tmpfs
+ * file, mapped MAP_SHARED: whatever the process recorded is in it the moment
+ * it is recorded, so it survives _exit, exec, and every signal, SIGKILL
+ * included.
+ *
+ *   [struct ts_file_header]      one page-aligned block
+ *   [struct ts_thread_slot] x N  one per thread that recorded, claimed once
+ *                                (N grows with the file; pages never
+ *                                touched stay holes)
+ *
+ * Each slot is written by its own thread only, with plain stores: no shared
+ * atomics.  Readers take what they find and tolerate fields being updated
+ * while they read (a count may be one short); a record is published only
+ * after it is initialised (its key is stored last, RELEASE).  Readers must
+ * read with pread(), not through a mapping: a read fault on a hole of a
+ * shared tmpfs mapping would allocate the page.
+ *
+ * Times are in clock units (header.clock): TSC ticks, or nanoseconds when
+ * the TSC is not invariant; readers convert with the pair (tsc0, ns0) taken
+ * at creation and one of their own (the TSC is system-wide).
+ *
+ * The format is versioned (TS_FILE_VERSION); a reader refuses another one.
+ */
+#ifndef TICKETSPIN_STATS_FILE_H
+#define TICKETSPIN_STATS_FILE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define TS_FILE_MAGIC    0x7473746174737331ull /* "1sstatst" */
+#define TS_FILE_VERSION  1u
+#define TS_FILE_PREFIX   "ticketspin-stats."
+
+#define TS_LOCK_SLOTS_LOG2 9
+#define TS_LOCK_SLOTS      (1u << TS_LOCK_SLOTS_LOG2)
+#define TS_LOCK_LIMIT      (TS_LOCK_SLOTS / 4 * 3) /* locks per thread; probes stay short */
+#define TS_SITE_SLOTS_LOG2 10
+#define TS_SITE_SLOTS      (1u << TS_SITE_SLOTS_LOG2)
+#define TS_SITE_LIMIT      (TS_SITE_SLOTS / 4 * 3)
+#define TS_SEG_LIMIT       16384u /* closed segments kept per thread */
+#define TS_INIT_LIMIT      2048u  /* pthread_spin_init() calls kept per thread */
+#define TS_MODULE_LIMIT    256u   /* loaded objects remembered, for naming call sites */
+#define TS_MAX_THREADS     65536u /* slots per file */
+
+/*
+ * Log-scale histogram of times in clock units: bucket 0 holds values below
+ * 2^TS_HIST_LOW; then two buckets per power of two, [2^k, 1.5 x 2^k) and
+ * [1.5 x 2^k, 2^(k+1)); the last bucket holds everything above.
+ */
+#define TS_HIST_LOW     4
+#define TS_HIST_BUCKETS 64
+
+static inline unsigned ts_hist_bucket(uint64_t v)
+{
+	unsigned k, b;
+
+	if (v < (1u << TS_HIST_LOW))
+		return 0;
+	k = 63u - (unsigned)__builtin_clzll(v);
+	b = 1 + 2 * (k - TS_HIST_LOW) + (unsigned)((v >> (k - 1)) & 1);
+	return b < TS_HIST_BUCKETS ? b : TS_HIST_BUCKETS - 1;
+}
+
+/* The smallest value above bucket @b (the last bucket has none: UINT64_MAX). */
+static inline uint64_t ts_hist_upper(unsigned b)
+{
+	unsigned k;
+
+	if (b == 0)
+		return 1u << TS_HIST_LOW;
+	if (b >= TS_HIST_BUCKETS - 1)
+		return UINT64_MAX;
+	k = (b - 1) / 2 + TS_HIST_LOW;
+	return (b - 1) % 2 == 0 ? (3ull << (k - 1)) : (2ull << k);
+}
+
+enum ts_clock_kind { TS_CLOCK_TSC = 1, TS_CLOCK_NS = 2 };
+
+enum ts_image_state {
+	TS_RUNNING = 1, /* or ended without a normal exit: readers tell which */
+	TS_EXITED = 2,  /* exit() or return from main; the report was written */
+};
+
+/*
+ * A run of one thread's observations of one lock, each within
+ * TS_SEG_GAP_NS of the one before: its first and last (ticket and time)
+ * and the sum of the ticket distances between consecutive ones (stats.c).
+ */
+struct ts_segment {
+	uint64_t lock;     /* 0: not started */
+	uint64_t first, last; /* clock */
+	uint64_t span;
+	uint32_t epoch;    /* pthread_spin_init() count of the lock's hash when it began */
+	uint16_t first_ticket, last_ticket;
+};
+
+struct ts_init_rec {
+	uint64_t lock;
+	uint64_t at; /* clock */
+};
+
+/* One thread's view of one lock. */
+struct ts_lock_rec {
+	uint64_t lock; /* the key; 0 while the slot is free; stored last */
+	uint64_t contended;
+	uint64_t latest; /* clock of the latest record, whose delay is "now" */
+	struct ts_segment seg; /* the current segment */
+	uint64_t ahead_sum, polls, yields, parks, borrows;
+	uint64_t timed, wait_sum, wait_max;  /* waits with a start time */
+	uint64_t holds, hold_sum, hold_max;  /* hold samples */
+	uint32_t delay_now, delay_max;
+	uint32_t ahead_max;
+	uint32_t pad;
+	uint64_t wait_hist[TS_HIST_BUCKETS];
+	uint64_t hold_hist[TS_HIST_BUCKETS];
+};
+
+/* Contended acquisitions of one lock from one call site, in one thread. */
+struct ts_site_rec {
+	uint64_t lock; /* the key, with caller; 0 while free; stored last */
+	uint64_t caller;
+	uint64_t count;
+};
+
+/*
+ * The thread's latest contended acquisition, written while the lock is held
+ * (the cheap part), folded into the aggregates at the thread's next
+ * contended acquisition, while it waits (the rest).  Readers fold it
+ * themselves when it is not yet (seq != folded).  seq is odd while the
+ * record is being written.
+ */
+struct ts_pending {
+	uint64_t seq;
+	uint64_t lock, caller;
+	uint64_t begin, served; /* clock; begin 0: the wait was not timed */
+	uint64_t hold;          /* a hold sample of the holder before us, clock; 0: none */
+	uint32_t polls, yields, parks, borrows;
+	uint32_t delay, epoch;
+	uint16_t ticket, ahead;
+	uint32_t pad;
+};
+
+struct ts_thread_slot {
+	uint32_t claimed; /* 1 once the thread owns the slot */
+	uint32_t tid;
+	uint64_t folded;  /* seq of the latest pending record folded */
+	struct ts_pending pending;
+	uint32_t nlocks, nsites, nsegs, ninits;
+	uint64_t dropped_locks; /* contended acquisitions not recorded: lock table full */
+	uint64_t dropped_sites; /* recorded, but not their call site: site table full */
+	uint64_t dropped_segs;  /* segments not kept: the totals may be short */
+	uint64_t dropped_inits;
+	uint32_t last_lock, last_site; /* indices of the latest records: the next is likely the same */
+	struct ts_lock_rec locks[TS_LOCK_SLOTS];
+	struct ts_site_rec sites[TS_SITE_SLOTS];
+	struct ts_segment segs[TS_SEG_LIMIT];
+	struct ts_init_rec inits[TS_INIT_LIMIT];
+} __attribute__((aligned(4096)));
+
+/* A loaded object, to name call sites once the process is gone. */
+struct ts_module {
+	uint64_t base;       /* load bias (dl_iterate_phdr's dlpi_addr) */
+	uint64_t start, end; /* its mapped PT_LOAD segments */
+	uint32_t elf_type;   /* ET_EXEC or ET_DYN */
+	uint32_t pad;
+	char path[240];
+};
+
+struct ts_file_header {
+	uint64_t magic;
+	uint32_t version, header_size, slot_size, max_threads;
+	int32_t pid, ppid;
+	uint32_t uid, state;       /* enum ts_image_state */
+	uint64_t start_time;       /* /proc/PID/stat field 22: tells a reused pid apart */
+	uint64_t created_ns;       /* CLOCK_REALTIME */
+	uint32_t clock;            /* enum ts_clock_kind */
+	uint32_t stats_top;
+	uint64_t tsc0, ns0;        /* a (clock, CLOCK_MONOTONIC ns) pair taken at creation */
+	uint64_t exit_clock, exit_ns; /* the same at a normal exit, 0 before */
+	uint32_t threads;          /* slots claimed (may exceed those backed by the file) */
+	uint32_t unrecorded_threads; /* threads that could not have a slot */
+	uint32_t delay_tuned;      /* TICKET_DELAY=auto: the delay column means something */
+	uint32_t nmodules;
+	char command[256];         /* /proc/self/cmdline, arguments separated by spaces */
+	char exe[256];             /* /proc/self/exe */
+	struct ts_module modules[TS_MODULE_LIMIT];
+} __attribute__((aligned(4096)));
+
+/* File offset of slot @i. */
+static inline uint64_t ts_slot_offset(uint32_t i)
+{
+	return sizeof(struct ts_file_header) + (uint64_t)i * sizeof(struct ts_thread_slot);
+}
+
+/*
+ * A thread's own observations of a lock more than this apart (in ns) start a
+ * new segment: the gap could hide a whole ticket space of acquisitions
+ * (16384 at 4 ns each).
+ */
+#define TS_SEG_GAP_NS 65536u
+
+/*
+ * Folds @slot's pending record into its aggregates, if not yet done.
+ * @seg_gap is TS_SEG_GAP_NS in clock units.  Used by the writer (at its next
+ * contended acquisition) and by readers (on their private copy).
+ */
+void ts_slot_fold(struct ts_thread_slot *slot, uint64_t seg_gap);
+
+/* Where a call site is, as "function+0xoff (object)" or "object+0xoff". */
+typedef void (*ts_describe_fn)(uint64_t address, char *buf, size_t size, void *arg);
+
+struct ts_merged_lock;
+struct ts_report {
+	uint32_t nlocks;
+	struct ts_merged_lock *locks;
+	uint64_t contended;
+	uint32_t threads;
+	uint64_t dropped_locks, dropped_sites, dropped_segs, dropped_inits;
+	uint32_t unrecorded_threads;
+	void *memory;
+	size_t bytes;
+};
+
+struct ts_report_options {
+	const char *prefix;   /* before every line, e.g. "ticketspin: " */
+	uint32_t top;         /* most locks shown */
+	uint32_t sites;       /* call sites shown per lock */
+	ts_describe_fn describe;
+	void *describe_arg;
+	double ticks_per_ns;  /* clock units per nanosecond */
+	int header;           /* print the "stats: pid ..." summary line */
+	/* top: rank by contended acquisitions since @previous (NULL: in total) */
+	const struct ts_report *previous;
+	double interval_s;
+};
+
+
+/*
+ * Reads the statistics file open on @fd (header and every backed slot,
+ * with pread) and merges it into @report.  Returns 0, or -1 with errno
+ * (EINVAL: not a statistics file of this version; ENOMEM).  @header
+ * receives the file's header.
+ */
+int ts_report_read(int fd, struct ts_file_header *header, struct ts_report *report);
+
+/* Writes the report's lines to @out; returns the number of contended locks. */
+long ts_report_write(int out, const struct ts_file_header *header, const struct ts_report *report,
+                     const struct ts_report_options *options);
+
+void ts_report_free(struct ts_report *report);
+
+/* Clock units per nanosecond for @header, from its creation pair and now. */
+double ts_ticks_per_ns(const struct ts_file_header *header);
+
+#endif

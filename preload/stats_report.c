@@ -1,0 +1,835 @@
+/*
+ * stats_report.c - reading a TICKET_STATS file: folding a thread's pending
+ * record, merging every thread's records per lock, and writing the report.
+ *
+ * Compiled into the library (for the report at a normal exit, which reads
+ * the process's own file exactly as `ticketspin report` does, so the two
+ * cannot disagree) and into ticketspin-stats (report, top).  Allocates with
+ * mmap only: at exit, malloc's locks may be held by threads still running.
+ *
+ * "total" acquisitions: the fast path cannot count, so totals come from the
+ * ticket numbers the slow path sees.  Tickets are served one per acquisition
+ * (lock or trylock), in order, so the distance between two served tickets is
+ * the number of acquisitions in between, modulo the ticket space (16384
+ * tickets).  Each thread keeps, per lock, segments of observations (ticket
+ * and time, taken while holding the lock, hence ordered like the tickets): a
+ * segment ends when the thread's next observation comes more than
+ * TS_SEG_GAP_NS later, a gap that could hide a whole ticket space, or after a
+ * pthread_spin_init() of the lock (epochs).  The merge chains the segments
+ * in time order (see total_of).  The result counts the acquisitions from
+ * the lock's first contended acquisition to its last; it is exact unless
+ * 16384 or more acquisitions pass with no contended one in between (then it
+ * is short by a multiple of 16384), or a thread closes more than
+ * TS_SEG_LIMIT segments.  A borrowed turn is served under another waiter's
+ * ticket: it is counted apart and added to the total.  pthread_spin_init()
+ * restarts a lock's tickets: each thread logs its inits, and the merge
+ * restarts the count there.
+ *
+ * The file may be read while the process writes it: a record being updated
+ * at that moment may be read half-updated (an acquisition missed or counted
+ * twice); nothing is read uninitialised, since keys are stored last.
+ */
+#include "stats_file.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "ticket_lock.h"
+
+#define TOP_SITES 3 /* call sites kept per merged lock */
+#define DELAY_ONE 256.0 /* slowpath.h's TS_DELAY_ONE: the tuned delay is fixed point */
+
+/* The same Fibonacci hash as slowpath.c's ts_lock_hash(), for the tables. */
+static uint32_t key_hash(uint64_t key)
+{
+	uint32_t hash = (uint32_t)(((key >> 2) * 0x9e3779b97f4a7c15ull) >> 32);
+
+	return hash != 0 ? hash : 1;
+}
+
+/* ---- folding a pending record ------------------------------------------ */
+
+static struct ts_lock_rec *lock_rec_of(struct ts_thread_slot *t, uint64_t lock)
+{
+	uint32_t i = t->last_lock & (TS_LOCK_SLOTS - 1);
+
+	if (t->locks[i].lock == lock)
+		return &t->locks[i];
+	i = key_hash(lock) >> (32 - TS_LOCK_SLOTS_LOG2);
+	for (uint32_t n = 0; n < TS_LOCK_SLOTS; n++, i = (i + 1) & (TS_LOCK_SLOTS - 1)) {
+		struct ts_lock_rec *r = &t->locks[i];
+
+		if (r->lock == lock) {
+			t->last_lock = i;
+			return r;
+		}
+		if (r->lock != 0)
+			continue;
+		if (t->nlocks >= TS_LOCK_LIMIT)
+			return NULL;
+		t->nlocks++;
+		t->last_lock = i;
+		/* RELEASE: a reader that sees the key sees the zeroed record. */
+		__atomic_store_n(&r->lock, lock, __ATOMIC_RELEASE);
+		return r;
+	}
+	return NULL;
+}
+
+static struct ts_site_rec *site_rec_of(struct ts_thread_slot *t, uint64_t lock, uint64_t caller)
+{
+	uint32_t i = t->last_site & (TS_SITE_SLOTS - 1);
+
+	if (t->sites[i].lock == lock && t->sites[i].caller == caller)
+		return &t->sites[i];
+	i = key_hash(lock + (caller << 4)) >> (32 - TS_SITE_SLOTS_LOG2);
+	for (uint32_t n = 0; n < TS_SITE_SLOTS; n++, i = (i + 1) & (TS_SITE_SLOTS - 1)) {
+		struct ts_site_rec *s = &t->sites[i];
+
+		if (s->lock == lock && s->caller == caller) {
+			t->last_site = i;
+			return s;
+		}
+		if (s->lock != 0)
+			continue;
+		if (t->nsites >= TS_SITE_LIMIT)
+			return NULL;
+		t->nsites++;
+		t->last_site = i;
+		s->caller = caller;
+		__atomic_store_n(&s->lock, lock, __ATOMIC_RELEASE); /* as above */
+		return s;
+	}
+	return NULL;
+}
+
+static void note_segment(struct ts_thread_slot *t, struct ts_lock_rec *r,
+                         const struct ts_pending *p, uint64_t seg_gap)
+{
+	struct ts_segment *g = &r->seg;
+
+	/* a gap that could hide a wrap, or a re-initialisation, ends the segment */
+	if (g->lock != 0 && (g->epoch != p->epoch || p->served - g->last > seg_gap)) {
+		if (t->nsegs < TS_SEG_LIMIT) {
+			t->segs[t->nsegs] = *g;
+			/* RELEASE: readers that see the count see the segment. */
+			__atomic_store_n(&t->nsegs, t->nsegs + 1, __ATOMIC_RELEASE);
+			g->lock = 0;
+		} else {
+			t->dropped_segs++; /* the total may be short from here */
+			if (g->epoch != p->epoch)
+				g->lock = 0; /* must end, cannot be kept */
+			/* else the segment goes on across the gap */
+		}
+	}
+	if (g->lock != 0) {
+		g->span += ts_tickets_between(g->last_ticket, p->ticket);
+	} else {
+		*g = (struct ts_segment){ .first = p->served, .epoch = p->epoch,
+		                          .first_ticket = p->ticket };
+		__atomic_store_n(&g->lock, p->lock, __ATOMIC_RELEASE); /* as above */
+	}
+	g->last_ticket = p->ticket;
+	g->last = p->served;
+}
+
+void ts_slot_fold(struct ts_thread_slot *t, uint64_t seg_gap)
+{
+	const struct ts_pending *p = &t->pending;
+	uint64_t seq = __atomic_load_n(&p->seq, __ATOMIC_ACQUIRE);
+	struct ts_lock_rec *r;
+	struct ts_site_rec *s;
+
+	if (seq == t->folded || (seq & 1) != 0)
+		return; /* nothing new, or being written (a reader's copy of a live slot) */
+	r = lock_rec_of(t, p->lock);
+	if (r == NULL) {
+		t->dropped_locks++;
+		goto done;
+	}
+	/* (a borrowed turn is served under another waiter's ticket: not one of ours) */
+	if (p->borrows == 0)
+		note_segment(t, r, p, seg_gap);
+	r->latest = p->served;
+	r->contended++;
+	r->borrows += p->borrows;
+	r->ahead_sum += p->ahead;
+	if (p->ahead > r->ahead_max)
+		r->ahead_max = p->ahead;
+	r->polls += p->polls;
+	r->yields += p->yields;
+	r->parks += p->parks;
+	r->delay_now = p->delay;
+	if (p->delay > r->delay_max)
+		r->delay_max = p->delay;
+	if (p->begin != 0) {
+		uint64_t wait = p->served > p->begin ? p->served - p->begin : 0;
+
+		r->timed++;
+		r->wait_sum += wait;
+		if (wait > r->wait_max)
+			r->wait_max = wait;
+		r->wait_hist[ts_hist_bucket(wait)]++;
+	}
+	if (p->hold != 0) {
+		r->holds++;
+		r->hold_sum += p->hold;
+		if (p->hold > r->hold_max)
+			r->hold_max = p->hold;
+		r->hold_hist[ts_hist_bucket(p->hold)]++;
+	}
+	s = site_rec_of(t, p->lock, p->caller);
+	if (s != NULL)
+		s->count++;
+	else
+		t->dropped_sites++;
+done:
+	__atomic_store_n(&t->folded, seq, __ATOMIC_RELEASE);
+}
+
+/* ---- memory: mmap only ---------------------------------------------------- */
+
+struct vec {
+	char *data;
+	size_t len, cap; /* in elements */
+	size_t elem;
+};
+
+static void *vec_push(struct vec *v)
+{
+	if (v->len == v->cap) {
+		size_t cap = v->cap ? v->cap * 2 : 4096 / v->elem + 1;
+		void *p = v->data == NULL
+		                  ? mmap(NULL, cap * v->elem, PROT_READ | PROT_WRITE,
+		                         MAP_PRIVATE | MAP_ANONYMOUS, -1, 0)
+		                  : mremap(v->data, v->cap * v->elem, cap * v->elem, MREMAP_MAYMOVE);
+
+		if (p == MAP_FAILED)
+			return NULL;
+		v->data = p;
+		v->cap = cap;
+	}
+	return v->data + v->elem * v->len++;
+}
+
+static void vec_free(struct vec *v)
+{
+	if (v->data != NULL)
+		munmap(v->data, v->cap * v->elem);
+	v->data = NULL;
+	v->len = v->cap = 0;
+}
+
+/* ---- merging ---------------------------------------------------------------- */
+
+struct ts_merged_lock {
+	uint64_t lock, total, contended, ahead_sum, polls, yields, parks, borrows;
+	uint64_t latest; /* of the latest record, whose delay is "now" */
+	uint32_t delay_now, delay_max, ahead_max, threads;
+	uint64_t timed, wait_sum, wait_max, holds, hold_sum, hold_max;
+	uint64_t wait_hist[TS_HIST_BUCKETS], hold_hist[TS_HIST_BUCKETS];
+	uint64_t site[TOP_SITES], site_count[TOP_SITES];
+	uint32_t sites; /* distinct call sites */
+};
+
+static int cmp_u64(uint64_t a, uint64_t b)
+{
+	return a < b ? -1 : a > b;
+}
+
+static int lock_rec_by_lock(const void *a, const void *b)
+{
+	return cmp_u64(((const struct ts_lock_rec *)a)->lock, ((const struct ts_lock_rec *)b)->lock);
+}
+
+static int init_by_lock(const void *a, const void *b)
+{
+	return cmp_u64(((const struct ts_init_rec *)a)->lock, ((const struct ts_init_rec *)b)->lock);
+}
+
+static int segment_by_lock(const void *a, const void *b)
+{
+	return cmp_u64(((const struct ts_segment *)a)->lock, ((const struct ts_segment *)b)->lock);
+}
+
+static int site_by_lock_then_caller(const void *a, const void *b)
+{
+	const struct ts_site_rec *x = a, *y = b;
+
+	return x->lock != y->lock ? cmp_u64(x->lock, y->lock) : cmp_u64(x->caller, y->caller);
+}
+
+static int merged_by_lock(const void *key, const void *elem)
+{
+	return cmp_u64(*(const uint64_t *)key, ((const struct ts_merged_lock *)elem)->lock);
+}
+
+/* An observation that starts or ends a segment, or a re-initialisation. */
+enum point_kind { FIRST, LAST, INIT };
+
+struct point {
+	uint64_t at;
+	uint16_t ticket; /* INIT: the ticket "served" just before 0 */
+	uint8_t kind;
+	uint32_t rec;    /* FIRST, LAST: index of the segment among the lock's */
+};
+
+static int by_time(const void *a, const void *b)
+{
+	const struct point *x = a, *y = b;
+	int16_t d = (int16_t)(uint16_t)(x->ticket - y->ticket);
+
+	if (x->at != y->at)
+		return x->at < y->at ? -1 : 1;
+	if (d != 0 && x->kind != INIT && y->kind != INIT) /* same clock reading */
+		return d < 0 ? -1 : 1;
+	if (x->kind != y->kind)
+		return x->kind < y->kind ? -1 : 1;
+	return 0;
+}
+
+/*
+ * The acquisitions from the lock's first contended acquisition to its last.
+ * Every ticket distance we know falls short of the truth by a multiple of
+ * the ticket space, if at all: the distance between two observations
+ * adjacent in time, and each segment's own span (the sum of distances
+ * between its thread's consecutive observations).  Chaining them from the
+ * first observation to the last gives a count congruent to the truth; the
+ * longest chain is the best of them.  The observations' clock readings order
+ * them, since each was read with the lock held.  A pthread_spin_init() of the
+ * lock (@inits, sorted by time) restarts its tickets from 0: the chain counts
+ * nothing across it, and from it to the next observation the tickets from 0;
+ * a span across it is not used.  @points has room for 2 x @n + @ninits.
+ */
+static uint64_t total_of(const struct ts_segment *r, size_t n, const struct ts_init_rec *inits,
+                         size_t ninits, struct point *points, uint64_t *best, uint32_t *first_at)
+{
+	size_t np = 0, start;
+	size_t last_init = 0; /* index + 1 of the latest INIT point so far; 0: none */
+
+	for (size_t i = 0; i < n; i++) {
+		points[np++] = (struct point){ r[i].first, r[i].first_ticket, FIRST, (uint32_t)i };
+		points[np++] = (struct point){ r[i].last, r[i].last_ticket, LAST, (uint32_t)i };
+	}
+	for (size_t i = 0; i < ninits; i++)
+		points[np++] = (struct point){ inits[i].at,
+		                               (uint16_t)(0u - TS_TICKET_STEP) & TS_TICKET_MASK, INIT, 0 };
+	qsort(points, np, sizeof(*points), by_time);
+	/* initialisations before the first observation or after the last do not count */
+	for (start = 0; points[start].kind == INIT; start++)
+		;
+	while (points[np - 1].kind == INIT)
+		np--;
+	for (size_t p = start; p < np; p++)
+		if (points[p].kind == FIRST)
+			first_at[points[p].rec] = (uint32_t)p;
+	best[start] = 1; /* the first contended acquisition itself */
+	for (size_t p = start + 1; p < np; p++) {
+		if (points[p].kind == INIT) {
+			best[p] = best[p - 1];
+			last_init = p + 1;
+			continue;
+		}
+		best[p] = best[p - 1] + ts_tickets_between(points[p - 1].ticket, points[p].ticket);
+		if (points[p].kind == LAST && first_at[points[p].rec] + 1 > last_init) {
+			const struct ts_segment *own = &r[points[p].rec];
+			uint64_t via_span = best[first_at[points[p].rec]] + own->span;
+
+			if (via_span > best[p])
+				best[p] = via_span;
+		}
+	}
+	return best[np - 1];
+}
+
+static void add_hist(uint64_t *to, const uint64_t *from)
+{
+	for (unsigned b = 0; b < TS_HIST_BUCKETS; b++)
+		to[b] += from[b];
+}
+
+/* Merges one lock's per-thread records (sorted, @n of them). */
+static void merge_lock(struct ts_merged_lock *m, const struct ts_lock_rec *r, size_t n)
+{
+	memset(m, 0, sizeof(*m));
+	m->lock = r[0].lock;
+	for (size_t i = 0; i < n; i++) {
+		/* borrowed turns consume no ticket: added to the total apart */
+		m->borrows += r[i].borrows;
+		m->total += r[i].borrows;
+		m->contended += r[i].contended;
+		m->ahead_sum += r[i].ahead_sum;
+		m->polls += r[i].polls;
+		m->yields += r[i].yields;
+		m->parks += r[i].parks;
+		if (r[i].ahead_max > m->ahead_max)
+			m->ahead_max = r[i].ahead_max;
+		if (r[i].delay_max > m->delay_max)
+			m->delay_max = r[i].delay_max;
+		if (i == 0 || r[i].latest >= m->latest) {
+			m->latest = r[i].latest;
+			m->delay_now = r[i].delay_now;
+		}
+		m->timed += r[i].timed;
+		m->wait_sum += r[i].wait_sum;
+		if (r[i].wait_max > m->wait_max)
+			m->wait_max = r[i].wait_max;
+		m->holds += r[i].holds;
+		m->hold_sum += r[i].hold_sum;
+		if (r[i].hold_max > m->hold_max)
+			m->hold_max = r[i].hold_max;
+		add_hist(m->wait_hist, r[i].wait_hist);
+		add_hist(m->hold_hist, r[i].hold_hist);
+		m->threads++;
+	}
+}
+
+static bool read_at(int fd, void *buf, size_t len, uint64_t offset)
+{
+	char *p = buf;
+
+	while (len > 0) {
+		ssize_t n = pread(fd, p, len, (off_t)offset);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return false;
+		p += n;
+		len -= (size_t)n;
+		offset += (uint64_t)n;
+	}
+	return true;
+}
+
+double ts_ticks_per_ns(const struct ts_file_header *h)
+{
+	struct timespec ts;
+	uint64_t ns, ticks;
+
+	if (h->clock != TS_CLOCK_TSC)
+		return 1.0;
+	if (h->exit_ns > h->ns0 + 1000000) { /* the process's own pair, at its exit */
+		ns = h->exit_ns;
+		ticks = h->exit_clock;
+	} else {
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+		ticks = __builtin_ia32_rdtsc();
+		ns = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+	}
+	if (ns <= h->ns0 || ticks <= h->tsc0)
+		return 1.0;
+	return (double)(ticks - h->tsc0) / (double)(ns - h->ns0);
+}
+
+int ts_report_read(int fd, struct ts_file_header *h, struct ts_report *report)
+{
+	struct vec locks = { .elem = sizeof(struct ts_lock_rec) };
+	struct vec sites = { .elem = sizeof(struct ts_site_rec) };
+	struct vec segs = { .elem = sizeof(struct ts_segment) };
+	struct vec inits = { .elem = sizeof(struct ts_init_rec) };
+	struct vec merged = { .elem = sizeof(struct ts_merged_lock) };
+	struct ts_thread_slot *slot;
+	struct stat st;
+	uint32_t backed, nslots;
+	uint64_t seg_gap;
+	int err = ENOMEM;
+
+	memset(report, 0, sizeof(*report));
+	if (!read_at(fd, h, sizeof(*h), 0) || h->magic != TS_FILE_MAGIC ||
+	    h->version != TS_FILE_VERSION || h->header_size != sizeof(*h) ||
+	    h->slot_size != sizeof(struct ts_thread_slot) || fstat(fd, &st) != 0) {
+		errno = EINVAL;
+		return -1;
+	}
+	h->command[sizeof(h->command) - 1] = '\0';
+	h->exe[sizeof(h->exe) - 1] = '\0';
+	if (h->nmodules > TS_MODULE_LIMIT)
+		h->nmodules = TS_MODULE_LIMIT;
+	for (uint32_t i = 0; i < h->nmodules; i++)
+		h->modules[i].path[sizeof(h->modules[i].path) - 1] = '\0';
+	seg_gap = (uint64_t)(TS_SEG_GAP_NS * ts_ticks_per_ns(h));
+	backed = (uint64_t)st.st_size <= sizeof(*h)
+	                 ? 0
+	                 : (uint32_t)(((uint64_t)st.st_size - sizeof(*h)) / sizeof(*slot));
+	nslots = h->threads < backed ? h->threads : backed;
+	report->unrecorded_threads = h->unrecorded_threads;
+	if (h->threads > backed)
+		report->unrecorded_threads += h->threads - backed; /* claiming, or failed to grow */
+
+	slot = mmap(NULL, sizeof(*slot), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (slot == MAP_FAILED)
+		return -1;
+	for (uint32_t i = 0; i < nslots; i++) {
+		uint64_t at = ts_slot_offset(i);
+		size_t head = offsetof(struct ts_thread_slot, segs);
+		uint32_t nsegs, ninits;
+
+		/* the fixed part, then only the used part of the logs: the rest are holes */
+		if (!read_at(fd, slot, head, at) || slot->claimed != 1)
+			continue;
+		nsegs = slot->nsegs < TS_SEG_LIMIT ? slot->nsegs : TS_SEG_LIMIT;
+		ninits = slot->ninits < TS_INIT_LIMIT ? slot->ninits : TS_INIT_LIMIT;
+		if (!read_at(fd, slot->segs, nsegs * sizeof(slot->segs[0]), at + head) ||
+		    !read_at(fd, slot->inits, ninits * sizeof(slot->inits[0]),
+		             at + offsetof(struct ts_thread_slot, inits)))
+			continue;
+		slot->nsegs = nsegs;
+		slot->ninits = ninits;
+		if (slot->nlocks > TS_LOCK_LIMIT)
+			slot->nlocks = TS_LOCK_LIMIT; /* (a damaged file must not make us run away) */
+		if (slot->nsites > TS_SITE_LIMIT)
+			slot->nsites = TS_SITE_LIMIT;
+		ts_slot_fold(slot, seg_gap); /* the latest acquisition, if the thread had no next */
+
+		report->dropped_locks += slot->dropped_locks;
+		report->dropped_sites += slot->dropped_sites;
+		report->dropped_segs += slot->dropped_segs;
+		report->dropped_inits += slot->dropped_inits;
+		report->threads += slot->nlocks > 0; /* threads that only initialised do not count */
+		for (uint32_t k = 0; k < slot->ninits; k++) {
+			struct ts_init_rec *x = vec_push(&inits);
+			if (x == NULL)
+				goto fail;
+			*x = slot->inits[k];
+		}
+		for (uint32_t k = 0; k < slot->nsegs; k++) {
+			struct ts_segment *x = vec_push(&segs);
+			if (x == NULL)
+				goto fail;
+			*x = slot->segs[k];
+		}
+		for (uint32_t k = 0; k < TS_LOCK_SLOTS; k++) {
+			struct ts_lock_rec *x;
+
+			if (slot->locks[k].lock == 0 || slot->locks[k].contended == 0)
+				continue;
+			if ((x = vec_push(&locks)) == NULL)
+				goto fail;
+			*x = slot->locks[k];
+			if (slot->locks[k].seg.lock != 0) { /* the current segment */
+				struct ts_segment *g = vec_push(&segs);
+				if (g == NULL)
+					goto fail;
+				*g = slot->locks[k].seg;
+			}
+		}
+		for (uint32_t k = 0; k < TS_SITE_SLOTS; k++) {
+			struct ts_site_rec *x;
+
+			if (slot->sites[k].lock == 0)
+				continue;
+			if ((x = vec_push(&sites)) == NULL)
+				goto fail;
+			*x = slot->sites[k];
+		}
+	}
+	munmap(slot, sizeof(*slot));
+	slot = NULL;
+
+	qsort(locks.data, locks.len, locks.elem, lock_rec_by_lock);
+	for (size_t i = 0, j; i < locks.len; i = j) {
+		struct ts_lock_rec *r = (struct ts_lock_rec *)locks.data;
+		struct ts_merged_lock *m;
+
+		for (j = i; j < locks.len && r[j].lock == r[i].lock; j++)
+			;
+		if ((m = vec_push(&merged)) == NULL)
+			goto fail;
+		merge_lock(m, &r[i], j - i);
+		report->contended += m->contended;
+	}
+	vec_free(&locks);
+
+	{
+		struct ts_segment *g = (struct ts_segment *)segs.data;
+		struct ts_init_rec *in = (struct ts_init_rec *)inits.data;
+		size_t npoints = 2 * segs.len + inits.len;
+		size_t bytes = npoints * (sizeof(struct point) + sizeof(uint64_t) + sizeof(uint32_t)) + 1;
+		void *scratch = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+		                     -1, 0);
+
+		if (scratch == MAP_FAILED)
+			goto fail;
+		qsort(g, segs.len, sizeof(*g), segment_by_lock);
+		qsort(in, inits.len, sizeof(*in), init_by_lock);
+		for (size_t i = 0, j, k = 0; i < segs.len; i = j) {
+			struct ts_merged_lock *m;
+			size_t first_init;
+			struct point *points = scratch;
+			uint64_t *best = (uint64_t *)(points + npoints);
+			uint32_t *first_at = (uint32_t *)(best + npoints);
+
+			for (j = i; j < segs.len && g[j].lock == g[i].lock; j++)
+				;
+			while (k < inits.len && in[k].lock < g[i].lock)
+				k++;
+			for (first_init = k; k < inits.len && in[k].lock == g[i].lock; k++)
+				;
+			m = bsearch(&g[i].lock, merged.data, merged.len, merged.elem, merged_by_lock);
+			if (m != NULL)
+				m->total += total_of(&g[i], j - i, &in[first_init], k - first_init, points,
+				                     best, first_at);
+		}
+		munmap(scratch, bytes);
+	}
+	vec_free(&segs);
+	vec_free(&inits);
+
+	qsort(sites.data, sites.len, sites.elem, site_by_lock_then_caller);
+	for (size_t i = 0, j; i < sites.len; i = j) {
+		struct ts_site_rec *s = (struct ts_site_rec *)sites.data;
+		uint64_t count = 0;
+		struct ts_merged_lock *m;
+
+		for (j = i; j < sites.len && s[j].lock == s[i].lock && s[j].caller == s[i].caller; j++)
+			count += s[j].count;
+		m = bsearch(&s[i].lock, merged.data, merged.len, merged.elem, merged_by_lock);
+		if (m == NULL)
+			continue;
+		m->sites++;
+		/* keep the TOP_SITES largest, largest first */
+		for (int t = 0; t < TOP_SITES; t++) {
+			if (count > m->site_count[t]) {
+				for (int u = TOP_SITES - 1; u > t; u--) {
+					m->site_count[u] = m->site_count[u - 1];
+					m->site[u] = m->site[u - 1];
+				}
+				m->site_count[t] = count;
+				m->site[t] = s[i].caller;
+				break;
+			}
+		}
+	}
+	vec_free(&sites);
+
+	report->nlocks = (uint32_t)merged.len;
+	report->locks = (struct ts_merged_lock *)merged.data;
+	report->memory = merged.data;
+	report->bytes = merged.cap * merged.elem;
+	return 0;
+fail:
+	if (slot != NULL)
+		munmap(slot, sizeof(*slot));
+	vec_free(&locks);
+	vec_free(&sites);
+	vec_free(&segs);
+	vec_free(&inits);
+	vec_free(&merged);
+	errno = err;
+	return -1;
+}
+
+void ts_report_free(struct ts_report *report)
+{
+	if (report->memory != NULL)
+		munmap(report->memory, report->bytes);
+	memset(report, 0, sizeof(*report));
+}
+
+/* ---- writing ----------------------------------------------------------- */
+
+static void write_all(int fd, const char *buf, size_t len)
+{
+	while (len > 0) {
+		ssize_t n = write(fd, buf, len);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return;
+		buf += n;
+		len -= (size_t)n;
+	}
+}
+
+static void put_line(int fd, const char *prefix, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+static void put_line(int fd, const char *prefix, const char *fmt, ...)
+{
+	char line[2048];
+	size_t len = strlen(prefix);
+	va_list ap;
+
+	if (len > 64)
+		len = 64;
+	memcpy(line, prefix, len);
+	va_start(ap, fmt);
+	vsnprintf(line + len, sizeof(line) - len - 1, fmt, ap);
+	va_end(ap);
+	len = strlen(line);
+	line[len++] = '\n';
+	write_all(fd, line, len);
+}
+
+/* The time below which @q of the values in @hist fall, in clock units (an
+ * upper bound: the top of the bucket, but never above @max). */
+static uint64_t quantile(const uint64_t *hist, double q, uint64_t max)
+{
+	uint64_t n = 0, seen = 0;
+
+	for (unsigned b = 0; b < TS_HIST_BUCKETS; b++)
+		n += hist[b];
+	if (n == 0)
+		return 0;
+	for (unsigned b = 0; b < TS_HIST_BUCKETS; b++) {
+		seen += hist[b];
+		if ((double)seen >= q * (double)n) {
+			uint64_t upper = ts_hist_upper(b);
+			return upper < max ? upper : max;
+		}
+	}
+	return max;
+}
+
+static int by_contended(const void *a, const void *b, void *arg)
+{
+	const struct ts_merged_lock *x = *(struct ts_merged_lock *const *)a;
+	const struct ts_merged_lock *y = *(struct ts_merged_lock *const *)b;
+	const struct ts_report *previous = arg;
+	uint64_t cx = x->contended, cy = y->contended;
+
+	if (previous != NULL) {
+		const struct ts_merged_lock *px = bsearch(&x->lock, previous->locks, previous->nlocks,
+		                                          sizeof(*px), merged_by_lock);
+		const struct ts_merged_lock *py = bsearch(&y->lock, previous->locks, previous->nlocks,
+		                                          sizeof(*py), merged_by_lock);
+		cx -= px != NULL && px->contended <= cx ? px->contended : 0;
+		cy -= py != NULL && py->contended <= cy ? py->contended : 0;
+	}
+	if (cx != cy)
+		return cx > cy ? -1 : 1;
+	if (x->contended != y->contended)
+		return x->contended > y->contended ? -1 : 1;
+	if (x->total != y->total)
+		return x->total > y->total ? -1 : 1;
+	return cmp_u64(x->lock, y->lock);
+}
+
+static void format_delay(uint32_t delay, char *buf, size_t size)
+{
+	if (delay == 0)
+		snprintf(buf, size, "-");
+	else
+		snprintf(buf, size, "%.2f", (double)delay / DELAY_ONE);
+}
+
+long ts_report_write(int out, const struct ts_file_header *h, const struct ts_report *report,
+                     const struct ts_report_options *o)
+{
+	const char *prefix = o->prefix != NULL ? o->prefix : "";
+	double us = o->ticks_per_ns > 0 ? o->ticks_per_ns * 1000.0 : 1000.0; /* units per us */
+	uint32_t shown = report->nlocks < o->top ? report->nlocks : o->top;
+	struct ts_merged_lock **order = NULL;
+	size_t order_bytes = (report->nlocks + 1) * sizeof(*order);
+
+	if (report->nlocks > 0) {
+		order = mmap(NULL, order_bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+		             -1, 0);
+		if (order == MAP_FAILED) {
+			put_line(out, prefix, "stats: no memory for the report");
+			return -1;
+		}
+		for (uint32_t i = 0; i < report->nlocks; i++)
+			order[i] = &report->locks[i];
+		qsort_r(order, report->nlocks, sizeof(*order), by_contended, (void *)o->previous);
+	}
+	if (o->header)
+		put_line(out, prefix,
+		         "stats: pid %d: %u lock%s contended, %llu contended acquisitions in %u "
+		         "thread%s; %u shown (TICKET_STATS_TOP=%u), most contended first",
+		         h->pid, report->nlocks, report->nlocks == 1 ? "" : "s",
+		         (unsigned long long)report->contended, report->threads,
+		         report->threads == 1 ? "" : "s", shown, o->top);
+	if (report->dropped_locks > 0 || report->dropped_sites > 0 || report->dropped_inits > 0 ||
+	    report->dropped_segs > 0 || report->unrecorded_threads > 0)
+		put_line(out, prefix,
+		         "stats: not recorded (per-thread tables full: %u locks, %u call sites, %u "
+		         "inits, %u segments): %llu contended acquisitions, %llu call sites, %llu "
+		         "inits, %llu segments (totals may be short); %u thread%s without a table",
+		         TS_LOCK_LIMIT, TS_SITE_LIMIT, TS_INIT_LIMIT, TS_SEG_LIMIT,
+		         (unsigned long long)report->dropped_locks,
+		         (unsigned long long)report->dropped_sites,
+		         (unsigned long long)report->dropped_inits,
+		         (unsigned long long)report->dropped_segs, report->unrecorded_threads,
+		         report->unrecorded_threads == 1 ? "" : "s");
+	if (shown > 0) {
+		put_line(out, prefix, "stats: %18s %10s %10s  %-38s  %-36s", "", "", "",
+		         "wait: total ms; mean, p99, max us", "hold (sampled): mean, p99, max us; n");
+		put_line(out, prefix,
+		         "stats: %18s %10s %10s %9s %9s %9s %9s %9s %9s %9s %7s %13s %7s %15s %8s "
+		         "%8s %7s %7s%s  %s",
+		         "lock", "total", "contended", "total", "mean", "p99", "max", "mean", "p99",
+		         "max", "n", "ahead avg/max", "polls", "delay now/max", "yields", "parks",
+		         "threads", "borrows", o->previous != NULL ? "     /s" : "",
+		         "top call sites (share of contended)");
+	}
+	for (uint32_t i = 0; i < shown; i++) {
+		const struct ts_merged_lock *m = order[i];
+		char sites[1024] = "", now[24], max[24], ahead[32], delay[56], hold[4][24], rate[24] = "";
+		size_t used = 0;
+		double wait_mean = m->timed ? (double)m->wait_sum / (double)m->timed / us : 0;
+
+		for (int s = 0; s < TOP_SITES && m->site_count[s] > 0; s++) {
+			char name[512];
+
+			o->describe(m->site[s], name, sizeof(name), o->describe_arg);
+			used += (size_t)snprintf(sites + used, sizeof(sites) - used, "%s%s %llu%%",
+			                         s > 0 ? ", " : "", name,
+			                         (unsigned long long)(m->site_count[s] * 100 /
+			                                              m->contended));
+			if (used >= sizeof(sites))
+				break;
+		}
+		if (m->sites > TOP_SITES && used < sizeof(sites))
+			snprintf(sites + used, sizeof(sites) - used, " (of %u sites)", m->sites);
+		format_delay(m->delay_now, now, sizeof(now));
+		format_delay(m->delay_max, max, sizeof(max));
+		snprintf(ahead, sizeof(ahead), "%.2f/%u", (double)m->ahead_sum / (double)m->contended,
+		         m->ahead_max);
+		snprintf(delay, sizeof(delay), "%s/%s", now, max);
+		if (m->holds > 0) {
+			snprintf(hold[0], sizeof(hold[0]), "%.3f", (double)m->hold_sum / m->holds / us);
+			snprintf(hold[1], sizeof(hold[1]), "%.3f",
+			         (double)quantile(m->hold_hist, 0.99, m->hold_max) / us);
+			snprintf(hold[2], sizeof(hold[2]), "%.3f", (double)m->hold_max / us);
+		} else {
+			strcpy(hold[0], "-");
+			strcpy(hold[1], "-");
+			strcpy(hold[2], "-");
+		}
+		snprintf(hold[3], sizeof(hold[3]), "%llu", (unsigned long long)m->holds);
+		if (o->previous != NULL) {
+			const struct ts_merged_lock *p = bsearch(&m->lock, o->previous->locks,
+			                                         o->previous->nlocks, sizeof(*p),
+			                                         merged_by_lock);
+			uint64_t before = p != NULL && p->contended <= m->contended ? p->contended : 0;
+
+			snprintf(rate, sizeof(rate), " %6.0f",
+			         o->interval_s > 0 ? (double)(m->contended - before) / o->interval_s : 0);
+		}
+		put_line(out, prefix,
+		         "stats: %#18llx %10llu %10llu %9.3f %9.3f %9.3f %9.3f %9s %9s %9s %7s %13s "
+		         "%7.1f %15s %8llu %8llu %7u %7llu%s  %s",
+		         (unsigned long long)m->lock, (unsigned long long)m->total,
+		         (unsigned long long)m->contended, (double)m->wait_sum / us / 1000.0, wait_mean,
+		         (double)quantile(m->wait_hist, 0.99, m->wait_max) / us,
+		         (double)m->wait_max / us, hold[0], hold[1], hold[2], hold[3], ahead,
+		         (double)m->polls / (double)m->contended, delay,
+		         (unsigned long long)m->yields, (unsigned long long)m->parks, m->threads,
+		         (unsigned long long)m->borrows, rate, sites[0] != '\0' ? sites : "-");
+	}
+	if (order != NULL)
+		munmap(order, order_bytes);
+	return (long)report->nlocks;
+}

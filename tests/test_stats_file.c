@@ -1,0 +1,399 @@
+/*
+ * The TICKET_STATS file and its reader: `ticketspin report PID` after _exit
+ * in a forked child and after SIGKILL, `ticketspin top --once` on a running
+ * program, a normal exit removing the file (or keeping it), --clean,
+ * another user's statistics refused, paths that cannot be used, and a
+ * set-user-ID program ignoring TICKET_*.
+ *
+ * Every run gets a private XDG_RUNTIME_DIR, so that the files are found
+ * there and nothing is left in /dev/shm.
+ */
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+
+#include "probe_run.h"
+
+static char dir[] = "/tmp/ticketspin-stats-fileXXXXXX";
+static char xdg[160];
+
+static void make_dir(void)
+{
+	cr_assert(mkdtemp(dir) != NULL);
+	snprintf(xdg, sizeof(xdg), "XDG_RUNTIME_DIR=%s", dir);
+}
+
+static void remove_dir(void)
+{
+	char cmd[128];
+
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	cr_assert_eq(system(cmd), 0);
+}
+
+TestSuite(stats_file, .init = make_dir, .fini = remove_dir);
+
+static int files_in_dir(void)
+{
+	char cmd[256];
+	FILE *ls;
+	int n = 0;
+	char line[512];
+
+	snprintf(cmd, sizeof(cmd), "ls %s", dir);
+	ls = popen(cmd, "r");
+	cr_assert_not_null(ls);
+	while (fgets(line, sizeof(line), ls) != NULL)
+		n += strncmp(line, "ticketspin-stats.", 17) == 0;
+	pclose(ls);
+	return n;
+}
+
+/* `ticketspin ARGS...` (report or top) with our directory; its output in @r. */
+static void reader(struct probe_result *r, const char *const *args)
+{
+	const char *argv[16] = { WRAPPER };
+
+	for (int i = 0; args[i] != NULL && i < 14; i++)
+		argv[i + 1] = args[i];
+	probe_run(r, (const char *const[]){ xdg, "LD_PRELOAD=", NULL }, argv, 30);
+}
+
+/* The numbers of the row of the lock at @address (as printed by contended). */
+struct row {
+	unsigned long long total, contended, holds;
+	char site[512];
+};
+
+static bool row_of(const char *text, const char *address, struct row *row)
+{
+	char key[64], skip[8][32];
+	const char *line;
+
+	snprintf(key, sizeof(key), "stats: %18s ", address);
+	if ((line = strstr(text, key)) == NULL)
+		return false;
+	cr_assert_eq(sscanf(line + strlen(key),
+	                    "%llu %llu %31s %31s %31s %31s %31s %31s %31s %llu %31s %31s %31s %31s "
+	                    "%31s %31s %31s %511[^\n]",
+	                    &row->total, &row->contended, skip[0], skip[1], skip[2], skip[3],
+	                    skip[4], skip[5], skip[6], &row->holds, skip[0], skip[1], skip[2],
+	                    skip[3], skip[4], skip[5], skip[6], row->site),
+	             18, "cannot parse: %s", line);
+	return true;
+}
+
+/* "lock 0 ADDRESS acquisitions COUNT" from contended's output */
+static void lock0(const char *out, char *address, unsigned long *count)
+{
+	const char *line = strstr(out, "lock 0 ");
+
+	cr_assert_not_null(line, "%s", out);
+	cr_assert_eq(sscanf(line, "lock 0 %31s acquisitions %lu", address, count), 2, "%s", line);
+}
+
+Test(stats_file, report_of_a_child_that_ended_with__exit)
+{
+	struct probe_result run, rep;
+	char address[32], pid[16];
+	unsigned long count;
+	const char *child;
+	struct row row;
+
+	probe_run(&run, (const char *const[]){ xdg, "TICKET_STATS=1", NULL },
+	          (const char *const[]){ CONTENDED, "4", "5000", "1", "fork_exit", NULL }, 60);
+	assert_probe_provider(&run);
+	cr_assert_eq(run.status, 0, "%s%s", run.out, run.err);
+	child = strstr(run.out, "child ");
+	cr_assert_not_null(child, "%s", run.out);
+	cr_assert_eq(sscanf(child, "child %15s", pid), 1);
+	lock0(run.out, address, &count);
+	/* the parent's report (it did not contend), not the child's */
+	cr_assert(strstr(run.err, ": 0 locks contended") != NULL, "%s", run.err);
+
+	reader(&rep, (const char *const[]){ "report", pid, NULL });
+	cr_assert_eq(rep.status, 0, "%s%s", rep.out, rep.err);
+	cr_assert(strstr(rep.out, "ended without a normal exit") != NULL, "%s", rep.out);
+	cr_assert(row_of(rep.out, address, &row), "no row for %s:\n%s", address, rep.out);
+	cr_assert(row.contended >= 1 && row.contended <= row.total && row.total <= count + 1,
+	          "contended %llu total %llu of %lu:\n%s", row.contended, row.total, count + 1,
+	          rep.out);
+	cr_assert(strncmp(row.site, "contend_worker+0x", 17) == 0 &&
+	          strstr(row.site, "/contended) ") != NULL, "site: %s", row.site);
+}
+
+/* Starts contended in "wait" mode; returns its pid once it printed "ready". */
+static pid_t start_waiting(const char *threads, const char *rounds, char *out_path)
+{
+	char *envp[512];
+	size_t n = 0;
+	pid_t pid;
+	int fd;
+	posix_spawn_file_actions_t actions;
+
+	for (char **e = environ; *e != NULL && n < 500; e++)
+		if (strncmp(*e, "XDG_RUNTIME_DIR=", 16) != 0 && strncmp(*e, "TICKET_", 7) != 0)
+			envp[n++] = *e;
+	envp[n++] = xdg;
+	envp[n++] = (char *)"TICKET_STATS=1";
+	envp[n] = NULL;
+	snprintf(out_path, 128, "%s/out", dir);
+	fd = open(out_path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+	cr_assert(fd >= 0);
+	posix_spawn_file_actions_init(&actions);
+	posix_spawn_file_actions_adddup2(&actions, fd, STDOUT_FILENO);
+	cr_assert_eq(posix_spawn(&pid, CONTENDED, &actions, NULL,
+	                         (char *[]){ (char *)CONTENDED, (char *)threads, (char *)rounds,
+	                                     (char *)"1", (char *)"wait", NULL },
+	                         envp), 0);
+	posix_spawn_file_actions_destroy(&actions);
+	close(fd);
+	for (int waited = 0;; waited++) {
+		char text[4096];
+
+		fd = open(out_path, O_RDONLY);
+		read_all(fd, text, sizeof(text));
+		close(fd);
+		if (strstr(text, "ready\n") != NULL)
+			break;
+		cr_assert(waited < 6000, "contended did not get ready:\n%s", text);
+		usleep(10000);
+	}
+	return pid;
+}
+
+Test(stats_file, top_on_a_running_program_then_report_after_sigkill)
+{
+	struct probe_result live, dead;
+	char out_path[128], text[4096], address[32], pid_text[16];
+	unsigned long count;
+	struct row before, after;
+	pid_t pid = start_waiting("4", "5000", out_path);
+	int fd, status;
+
+	snprintf(pid_text, sizeof(pid_text), "%d", (int)pid);
+	fd = open(out_path, O_RDONLY);
+	read_all(fd, text, sizeof(text));
+	close(fd);
+	cr_assert(strstr(text, "libticketspin.so") != NULL, "not under the preload:\n%s", text);
+	lock0(text, address, &count);
+
+	reader(&live, (const char *const[]){ "top", "--once", pid_text, NULL });
+	kill(pid, SIGKILL);
+	cr_assert_eq(waitpid(pid, &status, 0), pid);
+	cr_assert(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+	cr_assert_eq(live.status, 0, "%s%s", live.out, live.err);
+	cr_assert(strstr(live.out, "ticketspin top - pid ") == live.out, "%s", live.out);
+	cr_assert(strstr(live.out, " - running") != NULL, "%s", live.out);
+	cr_assert(strstr(live.out, "\033[") == NULL, "--once does not clear the screen");
+	cr_assert(row_of(live.out, address, &before), "no row for %s:\n%s", address, live.out);
+
+	reader(&dead, (const char *const[]){ "report", pid_text, NULL });
+	cr_assert_eq(dead.status, 0, "%s%s", dead.out, dead.err);
+	cr_assert(strstr(dead.out, "ended without a normal exit") != NULL, "%s", dead.out);
+	cr_assert(row_of(dead.out, address, &after), "no row for %s:\n%s", address, dead.out);
+	/* the program was idle: what the live view saw is what SIGKILL left, exactly */
+	cr_assert(before.total == after.total && before.contended == after.contended &&
+	          before.holds == after.holds, "live:\n%s\nafter SIGKILL:\n%s", live.out, dead.out);
+	/* and it matches the acquisitions the program made (main took the lock once more) */
+	cr_assert(after.contended >= 1 && after.contended <= after.total && after.total <= count + 1,
+	          "contended %llu total %llu of %lu", after.contended, after.total, count + 1);
+	cr_assert(strncmp(after.site, "contend_worker+0x", 17) == 0, "site: %s", after.site);
+	cr_assert_eq(files_in_dir(), 1, "SIGKILL leaves the file");
+
+	/* --clean removes it now that the process is gone */
+	reader(&dead, (const char *const[]){ "report", "--clean", NULL });
+	cr_assert_eq(dead.status, 0, "%s", dead.err);
+	snprintf(text, sizeof(text), "removed %s/ticketspin-stats.%d (pid %d, no longer running)",
+	         dir, (int)pid, (int)pid);
+	cr_assert(strstr(dead.out, text) != NULL, "%s", dead.out);
+	cr_assert_eq(files_in_dir(), 0);
+}
+
+Test(stats_file, clean_keeps_running_processes)
+{
+	struct probe_result r;
+	char out_path[128];
+	pid_t pid = start_waiting("2", "100", out_path);
+	int status;
+
+	reader(&r, (const char *const[]){ "report", "--clean", NULL });
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	cr_assert(strstr(r.out, " files removed") != NULL || strstr(r.out, " file removed") != NULL,
+	          "%s", r.out);
+	cr_assert_eq(files_in_dir(), 1, "the running process's file must stay:\n%s", r.out);
+	kill(pid, SIGKILL);
+	waitpid(pid, &status, 0);
+}
+
+Test(stats_file, normal_exit_reports_and_removes_the_file_unless_kept)
+{
+	struct probe_result r, rep;
+	char pid[16];
+
+	probe_run(&r, (const char *const[]){ xdg, "TICKET_STATS=1", NULL },
+	          (const char *const[]){ CONTENDED, "4", "2000", "1", NULL }, 60);
+	assert_probe_provider(&r);
+	cr_assert(strstr(r.err, "ticketspin: stats: pid ") != NULL, "%s", r.err);
+	cr_assert_eq(files_in_dir(), 0, "a normal exit removes the file");
+
+	probe_run(&r, (const char *const[]){ xdg, "TICKET_STATS=1", "TICKET_STATS_KEEP=1", NULL },
+	          (const char *const[]){ CONTENDED, "4", "2000", "1", NULL }, 60);
+	cr_assert_eq(r.status, 0);
+	cr_assert_eq(files_in_dir(), 1, "TICKET_STATS_KEEP=1 keeps it");
+	cr_assert_eq(sscanf(strstr(r.err, "stats: pid "), "stats: pid %15[0-9]", pid), 1);
+	reader(&rep, (const char *const[]){ "report", pid, NULL });
+	cr_assert_eq(rep.status, 0, "%s", rep.err);
+	cr_assert(strstr(rep.out, "exited normally") != NULL, "%s", rep.out);
+}
+
+Test(stats_file, no_statistics_for_a_pid)
+{
+	struct probe_result r;
+
+	reader(&r, (const char *const[]){ "report", "999999999", NULL });
+	cr_assert_eq(r.status, 1);
+	cr_assert(strstr(r.err, "no statistics for pid 999999999") != NULL, "%s", r.err);
+	reader(&r, (const char *const[]){ "top", "--once", NULL });
+	cr_assert_eq(r.status, 2, "%s", r.err);
+}
+
+/* Root and setpriv are needed to act as another user. */
+static void need_root(void)
+{
+	if (geteuid() != 0 || access("/usr/bin/setpriv", X_OK) != 0)
+		cr_skip_test("needs root and setpriv to run as the unprivileged user nobody");
+}
+
+Test(stats_file, another_users_statistics_are_refused)
+{
+	struct probe_result r;
+	char out_path[128], pid_text[16], file[64];
+	pid_t pid;
+	int status;
+
+	need_root();
+	/* root's process, its file in /dev/shm (no XDG_RUNTIME_DIR) */
+	strcpy(xdg, "XDG_RUNTIME_DIR=");
+	pid = start_waiting("2", "100", out_path);
+	snprintf(pid_text, sizeof(pid_text), "%d", (int)pid);
+	probe_run(&r, (const char *const[]){ "LD_PRELOAD=", "XDG_RUNTIME_DIR=", NULL },
+	          (const char *const[]){ "setpriv", "--reuid=nobody", "--regid=nogroup",
+	                                 "--clear-groups", STATS_READER, "report", pid_text, NULL },
+	          30);
+	kill(pid, SIGKILL);
+	waitpid(pid, &status, 0);
+	snprintf(file, sizeof(file), "/dev/shm/ticketspin-stats.%d", (int)pid);
+	/* (another test's --clean may have removed it already) */
+	cr_assert(unlink(file) == 0 || errno == ENOENT, "%s: %s", file, strerror(errno));
+	cr_assert_eq(r.status, 3, "status %d: %s%s", r.status, r.out, r.err);
+	cr_assert(strstr(r.err, "belongs to user root (uid 0), not to you") != NULL &&
+	          strstr(r.err, "refused") != NULL, "%s", r.err);
+	cr_assert_str_eq(r.out, "");
+}
+
+Test(stats_file, an_unusable_path_means_no_statistics_and_the_program_runs)
+{
+	struct probe_result r;
+	char env[512], path[200], link_path[200], text[64];
+	int fd;
+
+	/* a directory that does not exist */
+	snprintf(env, sizeof(env), "TICKET_STATS=%s/no/such/dir/report", dir);
+	probe_run(&r, (const char *const[]){ xdg, env, NULL },
+	          (const char *const[]){ CONTENDED, "4", "2000", "1", NULL }, 60);
+	assert_probe_provider(&r);
+	cr_assert_eq(r.status, 0);
+	cr_assert(strstr(r.err, "cannot create") != NULL && strstr(r.err, "running without statistics"),
+	          "%s", r.err);
+	cr_assert(strchr(strchr(r.err, '\n') + 1, '\n') == NULL, "one line:\n%s", r.err);
+	cr_assert_eq(files_in_dir(), 0);
+
+	/* an existing file is neither truncated nor written */
+	snprintf(path, sizeof(path), "%s/existing", dir);
+	fd = open(path, O_WRONLY | O_CREAT, 0644);
+	cr_assert_eq(write(fd, "keep me\n", 8), 8);
+	close(fd);
+	snprintf(env, sizeof(env), "TICKET_STATS=%s", path);
+	probe_run(&r, (const char *const[]){ xdg, env, NULL },
+	          (const char *const[]){ CONTENDED, "4", "2000", "1", NULL }, 60);
+	cr_assert_eq(r.status, 0);
+	cr_assert(strstr(r.err, "never overwritten") != NULL, "%s", r.err);
+	fd = open(path, O_RDONLY);
+	read_all(fd, text, sizeof(text));
+	close(fd);
+	cr_assert_str_eq(text, "keep me\n");
+
+	/* a symbolic link is not followed, even to a file that does not exist yet */
+	snprintf(link_path, sizeof(link_path), "%s/link", dir);
+	snprintf(path, sizeof(path), "%s/target", dir);
+	cr_assert_eq(symlink(path, link_path), 0);
+	snprintf(env, sizeof(env), "TICKET_STATS=%s", link_path);
+	probe_run(&r, (const char *const[]){ xdg, env, NULL },
+	          (const char *const[]){ CONTENDED, "4", "2000", "1", NULL }, 60);
+	cr_assert_eq(r.status, 0);
+	cr_assert(strstr(r.err, "cannot create") != NULL, "%s", r.err);
+	cr_assert_neq(access(path, F_OK), 0, "the link was followed");
+}
+
+Test(stats_file, report_file_is_private)
+{
+	struct probe_result r;
+	char env[256], path[200];
+	struct stat st;
+
+	snprintf(path, sizeof(path), "%s/report", dir);
+	snprintf(env, sizeof(env), "TICKET_STATS=%s", path);
+	probe_run(&r, (const char *const[]){ xdg, env, NULL },
+	          (const char *const[]){ CONTENDED, "4", "2000", "1", NULL }, 60);
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	cr_assert_eq(stat(path, &st), 0);
+	cr_assert_eq(st.st_mode & 0777, 0600, "mode %o", st.st_mode & 0777);
+}
+
+/*
+ * A set-user-ID root program linked with the library, run by nobody with
+ * TICKET_STATS naming a new file in a directory only root may write: the
+ * file must not be created, and one stderr line says why.
+ */
+Test(stats_file, set_user_id_program_ignores_ticket_variables)
+{
+	struct probe_result r;
+	char probe_dir[] = "/tmp/ticketspin-setuidXXXXXX", probe[256], cmd[1024], env[512];
+	char target[256];
+	int secure = -1, euid = -1, pid = 0;
+	const char *line;
+
+	need_root();
+	cr_assert(mkdtemp(probe_dir) != NULL);
+	cr_assert_eq(chmod(probe_dir, 0755), 0);
+	snprintf(probe, sizeof(probe), "%s/setuidprobe", probe_dir);
+	snprintf(cmd, sizeof(cmd), "cp %s %s && chown root:root %s && chmod 4755 %s", SETUIDPROBE,
+	         probe, probe, probe);
+	cr_assert_eq(system(cmd), 0);
+	snprintf(target, sizeof(target), "%s/created-as-root", probe_dir);
+	snprintf(env, sizeof(env), "TICKET_STATS=%s", target);
+	probe_run(&r, (const char *const[]){ "LD_PRELOAD=", "XDG_RUNTIME_DIR=", env, NULL },
+	          (const char *const[]){ "setpriv", "--reuid=nobody", "--regid=nogroup",
+	                                 "--clear-groups", probe, NULL },
+	          30);
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", probe_dir);
+	line = strstr(r.out, "secure ");
+	if (line != NULL)
+		sscanf(line, "secure %d uid %*d euid %d pid %d", &secure, &euid, &pid);
+	if (secure != 1 || euid != 0) {
+		system(cmd);
+		cr_skip_test("the set-user-ID bit had no effect here (nosuid mount?): %s%s", r.out,
+		             r.err);
+	}
+	cr_assert_eq(r.status, 0, "%s%s", r.out, r.err);
+	cr_assert(strstr(r.out, "provider ") == r.out && strstr(r.out, "libticketspin.so") != NULL,
+	          "the probe must use the library it is linked with:\n%s", r.out);
+	cr_assert_neq(access(target, F_OK), 0, "TICKET_STATS created %s as root", target);
+	cr_assert(strstr(r.err, "ignoring every TICKET_* variable") != NULL, "%s", r.err);
+	cr_assert(strchr(r.err, '\n') == r.err + strlen(r.err) - 1, "one line:\n%s", r.err);
+	snprintf(target, sizeof(target), "/dev/shm/ticketspin-stats.%d", pid);
+	cr_assert_neq(access(target, F_OK), 0, "a statistics file was made: %s", target);
+	cr_assert_eq(system(cmd), 0);
+}
