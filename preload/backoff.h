@@ -17,6 +17,11 @@
 #define TS_DELAY_SHIFT 8
 #define TS_DELAY_ONE   (1u << TS_DELAY_SHIFT)
 
+/* The next in line's delay grows by 1/TS_NEXT_GROWTH unit per busy look. */
+#ifndef TS_NEXT_GROWTH
+#define TS_NEXT_GROWTH 2
+#endif
+
 /*
  * One entry of a thread's delay table.  The table is indexed by a hash of the
  * lock address; the entry also carries what the waiting machinery remembers
@@ -26,6 +31,7 @@
 struct ts_delay_entry {
 	uint32_t tag;       /* ts_lock_hash() of the owning lock, 0 when unused */
 	uint32_t delay;     /* fixed point, TS_DELAY_SHIFT fractional bits */
+	uint32_t next_delay; /* the same, between two looks of the next in line (auto) */
 	uint16_t streak;    /* acquisitions since we last stepped out of line */
 	uint16_t crowded;   /* acquisitions left in which to take turns with outsiders */
 	uint16_t lent_turn; /* "serving" | 1 of the turn we last borrowed, 0: none */
@@ -38,10 +44,11 @@ uint32_t ts_lock_hash(const void *lock);
 /*
  * The calling thread's entry for the lock of hash @hash, claimed for it: an
  * entry that belonged to another lock (hashed table) is reset, so that lock's
- * delay is not inherited.  Starts @*delay from the entry's tuned delay.
+ * delays are not inherited.  Starts @*delay and @*next_delay from the
+ * entry's tuned delays.
  */
 struct ts_delay_entry *ts_delay_entry_claim(const struct ts_config *cfg, uint32_t hash,
-                                            uint32_t *delay);
+                                            uint32_t *delay, uint32_t *next_delay);
 
 /*
  * The calling thread's tuned delay for @lock (fixed point), as the next
@@ -51,14 +58,19 @@ struct ts_delay_entry *ts_delay_entry_claim(const struct ts_config *cfg, uint32_
 uint32_t ts_delay_of(const struct ts_config *cfg, const void *lock);
 
 /* Pauses before the next look at the lock, given the tickets ahead of ours
- * (holder included) and the tuned @delay. */
-uint64_t ts_backoff_pauses(const struct ts_config *cfg, uint32_t delay, uint16_t ahead);
+ * (holder included) and the tuned delays (@next_delay: for the next in line). */
+uint64_t ts_backoff_pauses(const struct ts_config *cfg, uint32_t delay, uint32_t next_delay,
+                           uint16_t ahead);
 
 /*
  * The tuned delay after a look at the lock, from @delay: @overslept is true
  * when the look found our turn already come (we waited too long).
  */
 uint32_t ts_delay_after_poll(const struct ts_config *cfg, uint32_t delay, bool overslept);
+
+/* The same for the next in line's delay (TICKET_DELAY=auto only). */
+uint32_t ts_next_delay_after_poll(const struct ts_config *cfg, uint32_t next_delay,
+                                  bool overslept);
 
 static inline void ts_pause_for(uint64_t pauses)
 {

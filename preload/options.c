@@ -73,7 +73,8 @@ static bool parse_keyword(const char *raw, const struct ts_keyword *keywords, in
 static bool parse_delay(const char *raw, struct ts_config *cfg)
 {
 	static const struct ts_keyword modes[] = {
-		{ "off", TS_DELAY_OFF }, { "auto", TS_DELAY_AUTO }, { NULL, 0 },
+		{ "off", TS_DELAY_OFF }, { "auto", TS_DELAY_AUTO }, { "series", TS_DELAY_SERIES },
+		{ NULL, 0 },
 	};
 	int mode;
 	long factor;
@@ -236,11 +237,11 @@ static bool parse_stats_keep(const char *raw, struct ts_config *cfg)
 }
 
 static const struct ts_option options[] = {
-	{ "TICKET_DELAY", "off, auto, or a fixed factor 1..100000", parse_delay },
+	{ "TICKET_DELAY", "off, auto, series, or a fixed factor 1..100000", parse_delay },
 	{ "TICKET_DELAY_MIN", "an integer 1..1000000, at most TICKET_DELAY_MAX", parse_delay_min },
 	{ "TICKET_DELAY_MAX", "an integer 1..1000000, at least TICKET_DELAY_MIN", parse_delay_max },
 	{ "TICKET_DELAY_TABLE", "hashed or single", parse_table },
-	{ "TICKET_DELAY_HASH_BITS", "an integer 0..10", parse_hash_bits },
+	{ "TICKET_DELAY_HASH_BITS", "an integer 0..6", parse_hash_bits },
 	{ "TICKET_WAIT", "spin, yield or park", parse_wait },
 	{ "TICKET_SPIN", "an integer 1..100000000", parse_spin },
 	{ "TICKET_QUEUE", "0 (no bound) or an integer 2..16383", parse_queue },
@@ -274,6 +275,7 @@ static const char *delay_mode_name(const struct ts_config *cfg)
 	switch (cfg->delay_mode) {
 	case TS_DELAY_OFF: return "off";
 	case TS_DELAY_FIXED: return "fixed";
+	case TS_DELAY_SERIES: return "series";
 	default: return "auto";
 	}
 }

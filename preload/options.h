@@ -17,7 +17,8 @@
 enum ts_delay_mode {
 	TS_DELAY_OFF,   /* plain ticket spin: one pause between polls */
 	TS_DELAY_FIXED, /* factor x tickets-ahead pauses between polls */
-	TS_DELAY_AUTO,  /* auto-tuned proportional backoff */
+	TS_DELAY_AUTO,  /* auto-tuned proportional backoff, the next in line tuned too */
+	TS_DELAY_SERIES, /* the series' auto-tuning exactly: the next in line polls tightly */
 };
 
 enum ts_delay_table {
@@ -52,7 +53,12 @@ struct ts_config {
 
 #define TS_DELAY_FACTOR_MAX 100000u
 #define TS_DELAY_LIMIT      1000000u /* largest TICKET_DELAY_MIN/MAX */
-#define TS_HASH_BITS_MAX    10u
+/*
+ * The delay table is static TLS (backoff.c): every thread's stack must hold
+ * it, including threads created with PTHREAD_STACK_MIN (16 KiB) stacks, which
+ * a 1024-entry table made fail with EINVAL.  64 entries is the seed's size.
+ */
+#define TS_HASH_BITS_MAX    6u
 #define TS_STALL_MS_MAX     86400000u /* a day */
 
 const struct ts_config *ts_config(void);

@@ -144,7 +144,8 @@ struct waiter {
 	uint32_t hash;                /* ts_lock_hash(lock) */
 	struct ts_delay_entry *entry; /* this thread's entry for the lock */
 	uint32_t delay;
-	bool tune;                    /* TS_DELAY_AUTO */
+	uint32_t next_delay;          /* the next in line's (auto) */
+	bool tune;                    /* TS_DELAY_AUTO or TS_DELAY_SERIES */
 	uint64_t nap_ns;              /* the next sleep's bound */
 	struct ts_stall_watch stall;
 	struct ts_wait_stats st;      /* for TICKET_STATS (stats.c) */
@@ -330,7 +331,7 @@ static enum line_result wait_in_line(struct waiter *w, uint16_t ticket, uint32_t
 				continue;
 			}
 		}
-		pauses = ts_backoff_pauses(cfg, w->delay, ahead);
+		pauses = ts_backoff_pauses(cfg, w->delay, w->next_delay, ahead);
 		if (pauses == 0)
 			pauses = 1; /* a fixed factor with our turn lent out: still count time */
 		ts_pause_for(pauses);
@@ -339,6 +340,9 @@ static enum line_result wait_in_line(struct waiter *w, uint16_t ticket, uint32_t
 		w->st.polls++;
 		if (w->tune && ahead >= 2)
 			w->delay = ts_delay_after_poll(cfg, w->delay, ts_serving(word) == ticket);
+		else if (ahead == 1 && cfg->delay_mode == TS_DELAY_AUTO)
+			w->next_delay = ts_next_delay_after_poll(cfg, w->next_delay,
+			                                         ts_serving(word) == ticket);
 	}
 	*served = word;
 	return SERVED;
@@ -411,7 +415,7 @@ static bool wait_outside(struct waiter *w, bool sleep_first)
 			if (cfg->wait != TS_WAIT_SPIN)
 				continue;
 		}
-		pauses = ts_backoff_pauses(cfg, w->delay, in_line);
+		pauses = ts_backoff_pauses(cfg, w->delay, w->next_delay, in_line);
 		ts_pause_for(pauses);
 		spun += pauses;
 		stalled += pauses;
@@ -462,7 +466,7 @@ void ts_lock_slow(ts_word_t *lock, uint16_t ticket, const void *caller)
 		.lock = lock,
 		.caller = caller,
 		.hash = hash,
-		.tune = cfg->delay_mode == TS_DELAY_AUTO,
+		.tune = cfg->delay_mode == TS_DELAY_AUTO || cfg->delay_mode == TS_DELAY_SERIES,
 		.nap_ns = ts_nap_first_ns,
 	};
 	enum line_result result;
@@ -474,7 +478,7 @@ void ts_lock_slow(ts_word_t *lock, uint16_t ticket, const void *caller)
 	w.st.ahead = ts_tickets_between(ts_serving(word), ticket);
 	if (cfg->stats != NULL)
 		ts_stats_wait_begin(&w.st); /* the wait's start time; the previous record's bookkeeping */
-	w.entry = ts_delay_entry_claim(cfg, hash, &w.delay);
+	w.entry = ts_delay_entry_claim(cfg, hash, &w.delay, &w.next_delay);
 
 	while ((result = wait_in_line(&w, ticket, &word)) != SERVED && result != BORROWED) {
 		uint32_t old;
@@ -501,8 +505,10 @@ void ts_lock_slow(ts_word_t *lock, uint16_t ticket, const void *caller)
 	}
 
 	w.entry->tag = hash;
-	if (w.tune)
+	if (w.tune) {
 		w.entry->delay = w.delay;
+		w.entry->next_delay = w.next_delay;
+	}
 	if (w.entry->streak < UINT16_MAX)
 		w.entry->streak++;
 	if (w.entry->crowded > 0)

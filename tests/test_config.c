@@ -51,8 +51,8 @@ Test(config, good_values)
 	cr_assert_eq(cfg.delay_max, 500);
 	cr_assert_eq(parse_with("TICKET_DELAY_TABLE", "single", &cfg), 0);
 	cr_assert_eq(cfg.table, TS_TABLE_SINGLE);
-	cr_assert_eq(parse_with("TICKET_DELAY_HASH_BITS", "10", &cfg), 0);
-	cr_assert_eq(cfg.hash_bits, 10);
+	cr_assert_eq(parse_with("TICKET_DELAY_HASH_BITS", "0", &cfg), 0);
+	cr_assert_eq(cfg.hash_bits, 0);
 	cr_assert_eq(parse_with("TICKET_WAIT", "yield", &cfg), 0);
 	cr_assert_eq(cfg.wait, TS_WAIT_YIELD);
 	cr_assert_eq(parse_with("TICKET_WAIT", "spin", &cfg), 0);
@@ -93,7 +93,7 @@ Test(config, bad_values_keep_the_default)
 		{ "TICKET_DELAY", "100001" },      { "TICKET_DELAY", " 10" },
 		{ "TICKET_DELAY_MIN", "0" },       { "TICKET_DELAY_MIN", "abc" },
 		{ "TICKET_DELAY_MAX", "1000001" }, { "TICKET_DELAY_MAX", "99999999999999999999" },
-		{ "TICKET_DELAY_TABLE", "hash" },  { "TICKET_DELAY_HASH_BITS", "11" },
+		{ "TICKET_DELAY_TABLE", "hash" },  { "TICKET_DELAY_HASH_BITS", "7" },
 		{ "TICKET_DELAY_HASH_BITS", "-1" }, { "TICKET_WAIT", "sleep" },
 		{ "TICKET_SPIN", "0" },            { "TICKET_QUEUE", "1" },
 		{ "TICKET_QUEUE", "40000" },       { "TICKET_QUEUE", "16384" },
