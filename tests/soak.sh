@@ -15,9 +15,14 @@
 #                           spinlock around the shared path name
 #   unbound-host            libunbound (its caches' locks are spinlocks)
 #                           answering from a local zone: no network
+# The stress-ng stressors do a fixed amount of work (--pthread-ops,
+# --procfs-ops; -t only as a backstop), not a fixed time: a time-bounded
+# stressor uses whatever CPU it is given, so its CPU time would measure the
+# machine's other load rather than the lock, and its wall time is fixed.
 #
-# Knobs (environment): SOAK_RUNS (20), SOAK_SECONDS (2, each stress-ng run),
-# SOAK_TIMEOUT (60 s per run), SOAK_LIMIT (1.5), SOAK_USER_FLOOR (0.05 s) and
+# Knobs (environment): SOAK_RUNS (20), SOAK_PTHREAD_OPS (12000 threads,
+# about 2 s here), SOAK_PROCFS_OPS (600, about 2.5 s), SOAK_TIMEOUT (60 s per
+# run), SOAK_LIMIT (1.5), SOAK_USER_FLOOR (0.05 s) and
 # SOAK_WALL_FLOOR (0.1 s): times below the floors never fail (near-zero
 # medians would turn noise into failures), SOAK_ONLY (a regular expression
 # choosing programs by name).
@@ -29,7 +34,8 @@ set -u
 lib=${1:?usage: soak.sh LIB [OUTDIR]}
 out=${2:-soak-out}
 runs=${SOAK_RUNS:-20}
-seconds=${SOAK_SECONDS:-2}
+pthread_ops=${SOAK_PTHREAD_OPS:-12000}
+procfs_ops=${SOAK_PROCFS_OPS:-600}
 timeout_s=${SOAK_TIMEOUT:-60}
 limit=${SOAK_LIMIT:-1.5}
 user_floor=${SOAK_USER_FLOOR:-0.05}
@@ -60,8 +66,8 @@ EOF
 
 # name|command (run in $work; stress-ng writes nothing for these stressors)
 programs=(
-	"stress-ng-pthread|stress-ng --pthread 8 -t $seconds"
-	"stress-ng-procfs|stress-ng --procfs 2 -t $seconds"
+	"stress-ng-pthread|stress-ng --pthread 8 --pthread-ops $pthread_ops -t 600"
+	"stress-ng-procfs|stress-ng --procfs 2 --procfs-ops $procfs_ops -t 600"
 	"unbound-host|unbound-host -C $work/unbound.conf a.soak.test"
 )
 selected=()
