@@ -27,6 +27,8 @@
 # medians would turn noise into failures), SOAK_ONLY (a regular expression
 # choosing programs by name).
 #
+# 'soak.sh --table OUTDIR/runs.csv' prints the table of an earlier run again.
+#
 # Each preloaded run must print the library's TICKET_VERBOSE line and each
 # glibc run must not, so a preload that did not apply is a failure.  Exit
 # status: 0 pass, 1 fail, 2 usage or a program missing (./bootstrap --deps).
@@ -43,6 +45,67 @@ wall_floor=${SOAK_WALL_FLOOR:-0.1}
 only=${SOAK_ONLY:-.}
 time_cmd=/usr/bin/time
 
+# table CSV: the table of a soak's runs.csv, on stdout; status 1 when a
+# ticketspin run is above the limits or any run failed.
+table() {
+	awk -F, -v limit="$limit" -v uf="$user_floor" -v wf="$wall_floor" '
+function sort(a, n,   i, j, t) {
+	for (i = 2; i <= n; i++)
+		for (j = i; j > 1 && a[j - 1] > a[j]; j--) { t = a[j]; a[j] = a[j - 1]; a[j - 1] = t }
+}
+function median(a, n) { sort(a, n); return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2 }
+NR == 1 { next }
+!($1 in seen) { seen[$1] = 1; order = order " " $1 }
+{
+	k = $1 SUBSEP $2; i = ++cnt[k]
+	wall[k, i] = $5; user[k, i] = $6; sys[k, i] = $7
+	if ($8 != "") failed[k]++
+}
+function column(src, k, what,   tmp, i, n, m) {
+	n = cnt[k]
+	for (i = 1; i <= n; i++) tmp[i] = src[k, i]
+	if (n == 0) return 0
+	if (what == "med") return median(tmp, n)
+	m = tmp[1]; for (i = 2; i <= n; i++) if (tmp[i] > m) m = tmp[i]
+	return m
+}
+END {
+	np = split(order, progs, " ")
+	printf "%-18s %-10s %4s %6s %8s %8s %8s %8s %7s %7s %9s %9s  %s\n", "program", "lib", "runs",
+	       "failed", "wall med", "wall max", "user med", "user max", "sys med", "sys max",
+	       "wall max/g", "user max/g", "verdict"
+	bad_total = 0
+	for (p = 1; p <= np; p++) {
+		g = progs[p] SUBSEP "glibc"; t = progs[p] SUBSEP "ticketspin"
+		gw = column(wall, g, "med"); gu = column(user, g, "med")
+		wall_limit = limit * gw > wf ? limit * gw : wf
+		user_limit = limit * gu > uf ? limit * gu : uf
+		bad = failed[g] + failed[t]
+		for (i = 1; i <= cnt[t]; i++)
+			if (wall[t, i] > wall_limit || user[t, i] > user_limit) bad++
+		bad_total += bad
+		for (s = 1; s <= 2; s++) {
+			k = s == 1 ? g : t
+			printf "%-18s %-10s %4d %6d %8.2f %8.2f %8.3f %8.3f %7.2f %7.2f %9.2f %9.2f  %s\n",
+			       s == 1 ? progs[p] : "", s == 1 ? "glibc" : "ticketspin", cnt[k], failed[k],
+			       column(wall, k, "med"), column(wall, k, "max"), column(user, k, "med"),
+			       column(user, k, "max"), column(sys, k, "med"), column(sys, k, "max"),
+			       (gw > 0 ? column(wall, k, "max") / gw : 0),
+			       (gu > 0 ? column(user, k, "max") / gu : 0),
+			       s == 1 ? "" : bad ? "FAIL: " bad " runs failed or above the limits" \
+			                         : sprintf("pass (limits: %.2f s wall, %.3f s user)", wall_limit, user_limit)
+		}
+	}
+	printf "(seconds; max: the slowest run; x/g: ratio to glibc'\''s median; a ticketspin run fails\n"
+	printf " above %.2fx glibc'\''s median wall or user CPU, floors %.2f s wall and %.2f s user)\n", limit, wf, uf
+	exit bad_total > 0
+}' "$1"
+}
+
+if [ "$lib" = --table ]; then # soak.sh --table CSV: the table of an earlier run
+	table "${2:?usage: soak.sh --table CSV}"
+	exit
+fi
 case $lib in /*) ;; *) lib=$PWD/$lib ;; esac
 [ -f "$lib" ] || { echo "soak: no library at $lib" >&2; exit 2; }
 for tool in "$time_cmd" stress-ng unbound-host timeout; do
@@ -104,11 +167,7 @@ run_one() {
 		note="libticketspin.so was loaded in a glibc run"
 	fi
 	echo "$name,$which,$run,$status,$wall,$user,$sys,$note" >>"$csv"
-	if [ -n "$note" ]; then
-		echo "soak: $name under $which, run $run: $note (logs: $log.*)" >&2
-	else
-		rm -f "$log.out" "$log.err" "$log.time" # keep the failures' logs only
-	fi
+	[ -z "$note" ] || echo "soak: $name under $which, run $run: $note (logs: $log.*)" >&2
 }
 
 start=$SECONDS
@@ -128,58 +187,8 @@ for ((run = 1; run <= runs; run++)); do
 done
 echo >&2
 
-awk -F, -v limit="$limit" -v uf="$user_floor" -v wf="$wall_floor" -v order="$(printf '%s\n' "${selected[@]}" | sed 's/|.*//' | tr '\n' ' ')" '
-function sort(a, n,   i, j, t) {
-	for (i = 2; i <= n; i++)
-		for (j = i; j > 1 && a[j - 1] > a[j]; j--) { t = a[j]; a[j] = a[j - 1]; a[j - 1] = t }
-}
-function median(a, n) { sort(a, n); return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2 }
-NR == 1 { next }
-{
-	k = $1 SUBSEP $2; i = ++cnt[k]
-	wall[k, i] = $5; user[k, i] = $6; sys[k, i] = $7
-	if ($8 != "") failed[k]++
-}
-function column(src, k, what,   tmp, i, n, m) {
-	n = cnt[k]
-	for (i = 1; i <= n; i++) tmp[i] = src[k, i]
-	if (n == 0) return 0
-	if (what == "med") return median(tmp, n)
-	m = tmp[1]; for (i = 2; i <= n; i++) if (tmp[i] > m) m = tmp[i]
-	return m
-}
-END {
-	np = split(order, progs, " ")
-	printf "%-18s %-10s %4s %6s %8s %8s %8s %8s %7s %7s %9s %9s  %s\n", "program", "lib", "runs",
-	       "failed", "wall med", "wall max", "user med", "user max", "sys med", "sys max",
-	       "wall max/g", "user max/g", "verdict"
-	bad_total = 0
-	for (p = 1; p <= np; p++) {
-		g = progs[p] SUBSEP "glibc"; t = progs[p] SUBSEP "ticketspin"
-		gw = column(wall, g, "med"); gu = column(user, g, "med")
-		wall_limit = limit * gw > wf ? limit * gw : wf
-		user_limit = limit * gu > uf ? limit * gu : uf
-		bad = failed[g] + failed[t]
-		for (i = 1; i <= cnt[t]; i++)
-			if (wall[t, i] > wall_limit || user[t, i] > user_limit) bad++
-		bad_total += bad
-		for (s = 1; s <= 2; s++) {
-			k = s == 1 ? g : t
-			printf "%-18s %-10s %4d %6d %8.2f %8.2f %8.3f %8.3f %7.2f %7.2f %9.2f %9.2f  %s\n",
-			       s == 1 ? progs[p] : "", s == 1 ? "glibc" : "ticketspin", cnt[k], failed[k],
-			       column(wall, k, "med"), column(wall, k, "max"), column(user, k, "med"),
-			       column(user, k, "max"), column(sys, k, "med"), column(sys, k, "max"),
-			       (gw > 0 ? column(wall, k, "max") / gw : 0),
-			       (gu > 0 ? column(user, k, "max") / gu : 0),
-			       s == 1 ? "" : bad ? "FAIL: " bad " runs failed or above the limits" \
-			                         : sprintf("pass (limits: %.2f s wall, %.3f s user)", wall_limit, user_limit)
-		}
-	}
-	printf "(seconds; max: the slowest run; x/g: ratio to glibc'\''s median; a ticketspin run fails\n"
-	printf " above %.2fx glibc'\''s median wall or user CPU, floors %.2f s wall and %.2f s user)\n", limit, wf, uf
-	exit bad_total > 0
-}' "$csv" | tee "$out/summary.txt"
+table "$csv" | tee "$out/summary.txt"
 status=${PIPESTATUS[0]}
-echo "soak: $((SECONDS - start)) s; every run in $csv, failed runs' logs in $out/logs/;" \
+echo "soak: $((SECONDS - start)) s; every run in $csv, logs in $out/logs/;" \
      "$( [ "$status" -eq 0 ] && echo PASS || echo FAIL)"
 exit "$status"
