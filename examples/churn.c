@@ -70,6 +70,7 @@ struct churn_lock {
 	uint32_t inside;   /* holders of the lock: must be exactly 1 inside */
 	uint32_t pad;
 	uint64_t owner;    /* who is inside: (process << 32) | thread slot + 1 */
+	volatile uint64_t scratch; /* written --cs times inside the lock */
 } __attribute__((aligned(64)));
 
 /* One process's results, in a MAP_SHARED mapping the parent reads. */
@@ -88,7 +89,7 @@ struct churn_process {
 
 #define MAX_PROCESSES 256
 
-static long processes = 1, polls = 1000, stack_kib = 0;
+static long processes = 1, polls = 1000, stack_kib = 0, cs = 0;
 static bool use_mutex, shared_lock, no_lock;
 
 static struct churn_lock private_lock;   /* the default: one per process */
@@ -128,7 +129,7 @@ static void churn_unlock(void)
 		pthread_spin_unlock(&lock->spin);
 }
 
-/* Inside the lock: nobody else may be. */
+/* Inside the lock: nobody else may be.  Then --cs writes to the lock's line. */
 static void enter(uint64_t who)
 {
 	uint32_t inside = __atomic_add_fetch(&lock->inside, 1, __ATOMIC_RELAXED);
@@ -137,6 +138,8 @@ static void enter(uint64_t who)
 		violated("%llu holders inside the lock at once (owner %#llx)", inside,
 		         __atomic_load_n(&lock->owner, __ATOMIC_RELAXED));
 	__atomic_store_n(&lock->owner, who, __ATOMIC_RELAXED);
+	for (long i = 0; i < cs; i++)
+		lock->scratch = lock->scratch + 1;
 }
 
 static void leave(uint64_t who)
@@ -322,6 +325,8 @@ int main(int argc, char **argv)
 		  "most polls of the count per round, without sleeping (stress-ng: 1000)" },
 		{ "stack-kib", EX_LONG, &stack_kib, 0, 65536,
 		  "each thread's own calloc'd stack, KiB; 0: glibc's default (as stress-ng)" },
+		{ "cs", EX_LONG, &cs, 0, 10000000,
+		  "writes to the lock's cache line inside the lock (stress-ng: 0, one increment)" },
 		{ "mutex", EX_FLAG, &use_mutex, 0, 0,
 		  "use a pthread_mutex_t instead of the spinlock" },
 		{ "shared-lock", EX_FLAG, &shared_lock, 0, 0,
@@ -410,6 +415,7 @@ int main(int argc, char **argv)
 	ex_report_string(r, "lock_scope", shared_lock ? "shared" : "per-process");
 	ex_report_long(r, "polls", polls);
 	ex_report_long(r, "stack_kib", stack_kib);
+	ex_report_long(r, "cs", cs);
 	ex_report_long(r, "rounds", (long long)rounds);
 	ex_report_long(r, "rounds_limited", (long long)limited);
 	ex_report_long(r, "rounds_gave_up", (long long)gave_up);

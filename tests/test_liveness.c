@@ -186,11 +186,17 @@ Test(liveness, churn_checks_fire_without_the_lock)
 	char path[4096];
 
 	churn_path(path, sizeof(path));
-	/* a race is likely, not certain, in a short run: allow three tries */
+	/*
+	 * A race is likely, not certain, in a short run: allow three tries.  The
+	 * main thread's polls, each "inside" for --cs writes, overlap the threads
+	 * that count themselves meanwhile (in a sanitizer build too, where
+	 * threads start slowly and rarely overlap each other).
+	 */
 	for (int attempt = 0; attempt < 3; attempt++) {
 		run_group(&r, (const char *const[]){ PRELOADED, NULL },
 		          (const char *const[]){ path, "--seconds", "0.3", "--processes", "2",
-		                                 "--threads", "256", "--no-lock", NULL },
+		                                 "--threads", "256", "--cs", "5000", "--no-lock",
+		                                 NULL },
 		          30);
 		if (r.status != 0)
 			break;
