@@ -347,8 +347,13 @@ static const char *provider(void)
 struct ex_report *ex_report_new(const char *example, const struct ex_thread *threads,
                                 double elapsed)
 {
+	return ex_report_new_units(example, threads, ex_settings->threads, elapsed);
+}
+
+struct ex_report *ex_report_new_units(const char *example, const struct ex_thread *threads,
+                                      long n, double elapsed)
+{
 	struct ex_report *r = calloc(1, sizeof(*r));
-	long n = ex_settings->threads;
 	uint64_t total = 0, min = UINT64_MAX, max = 0;
 	double mean, var = 0;
 	size_t nsamples = 0;
@@ -373,7 +378,7 @@ struct ex_report *ex_report_new(const char *example, const struct ex_thread *thr
 
 	add_field(r, "example", false, false);
 	snprintf(r->fields[0].value, sizeof(r->fields[0].value), "%s", example);
-	put_long(r, "threads", n, false);
+	put_long(r, "threads", ex_settings->threads, false);
 	put_double(r, "seconds", elapsed, false);
 	put_double(r, "throughput", elapsed > 0 ? (double)total / elapsed : 0, false);
 	put_long(r, "ops", (long long)total, false);

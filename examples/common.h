@@ -133,6 +133,13 @@ struct ex_report;
 
 struct ex_report *ex_report_new(const char *example, const struct ex_thread *threads,
                                 double elapsed);
+/*
+ * The same over @n units that are not the worker threads (churn's processes,
+ * whose threads live for one acquisition): ops, per_thread_ops and fairness
+ * are then per unit; the threads field stays ex_settings->threads.
+ */
+struct ex_report *ex_report_new_units(const char *example, const struct ex_thread *units,
+                                      long n, double elapsed);
 void ex_report_long(struct ex_report *r, const char *key, long long value);
 void ex_report_double(struct ex_report *r, const char *key, double value);
 void ex_report_string(struct ex_report *r, const char *key, const char *value);

@@ -125,6 +125,21 @@ test_pshared)
 	check "park check" TICKET_WAIT=park TICKET_SPIN=1 TICKET_QUEUE=0 -- \
 		"$here/spinstress" -P -p 2 -t 3 -n 300 -w 50
 	;;
+test_liveness)
+	# churn's invariants under TSan (no timing bounds here: TSan is slow)
+	check "churn" -- "$here/../examples/churn" --seconds 1 --processes 2 --threads 256
+	expect out "invariants=ok"
+	# contended threads beside two CPU hogs, killed however this ends
+	hogs=()
+	for _ in 1 2; do (while :; do :; done) & hogs+=($!); done
+	trap 'kill "${hogs[@]}" 2>/dev/null; rm -f "$suppressions"' EXIT
+	for t in 2 4; do
+		check "outside load, $t threads" -- "$here/../examples/semaphore" --threads $t \
+			--seconds 1 --no-latency
+		expect out "invariants=ok"
+	done
+	kill "${hogs[@]}" 2>/dev/null
+	;;
 *)
 	echo "$test_name: not run under ThreadSanitizer (Criterion cannot run there," \
 	     "Snaipe/Criterion#274; tests/tsan-check.sh has no equivalent for it)"
