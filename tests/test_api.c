@@ -1,5 +1,6 @@
 /* The five functions' contracts, through the preloaded library. */
 #include <errno.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdint.h>
 
@@ -84,4 +85,39 @@ Test(api, a_word_glibc_initialised_is_taken_over)
 	cr_assert_eq(pthread_spin_trylock(&lock), 0, "after one lock the word is ours: %#x",
 	             word(&lock));
 	cr_assert_eq(pthread_spin_unlock(&lock), 0);
+}
+
+static pthread_spinlock_t small_stack_lock;
+static int small_stack_count;
+
+static void *small_stack_thread(void *arg)
+{
+	for (int i = 0; i < 1000; i++) {
+		pthread_spin_lock(&small_stack_lock);
+		small_stack_count++;
+		pthread_spin_unlock(&small_stack_lock);
+	}
+	return arg;
+}
+
+/*
+ * The library's static TLS must leave room in the smallest stack glibc
+ * accepts: with it preloaded, a thread of PTHREAD_STACK_MIN bytes is still
+ * created (a 16 KiB delay table once made that EINVAL), and it can contend.
+ */
+Test(api, threads_with_the_smallest_stacks_can_be_created)
+{
+	pthread_attr_t attr;
+	pthread_t tids[2];
+
+	assert_ticketspin_provides_all();
+	cr_assert_eq(pthread_spin_init(&small_stack_lock, PTHREAD_PROCESS_PRIVATE), 0);
+	cr_assert_eq(pthread_attr_init(&attr), 0);
+	cr_assert_eq(pthread_attr_setstacksize(&attr, PTHREAD_STACK_MIN), 0);
+	for (int i = 0; i < 2; i++)
+		cr_assert_eq(pthread_create(&tids[i], &attr, small_stack_thread, NULL), 0,
+		             "pthread_create with a PTHREAD_STACK_MIN stack failed");
+	for (int i = 0; i < 2; i++)
+		pthread_join(tids[i], NULL);
+	cr_assert_eq(small_stack_count, 2000);
 }

@@ -42,6 +42,8 @@ Test(config, good_values)
 	cr_assert_eq(cfg.delay_mode, TS_DELAY_OFF);
 	cr_assert_eq(parse_with("TICKET_DELAY", "auto", &cfg), 0);
 	cr_assert_eq(cfg.delay_mode, TS_DELAY_AUTO);
+	cr_assert_eq(parse_with("TICKET_DELAY", "series", &cfg), 0);
+	cr_assert_eq(cfg.delay_mode, TS_DELAY_SERIES);
 	cr_assert_eq(parse_with("TICKET_DELAY", "250", &cfg), 0);
 	cr_assert_eq(cfg.delay_mode, TS_DELAY_FIXED);
 	cr_assert_eq(cfg.delay_factor, 250);
@@ -136,7 +138,7 @@ Test(config, bad_value_gets_one_stderr_line_and_the_program_runs)
 	assert_probe_provider(&r);
 	cr_assert_eq(r.status, 0);
 	cr_assert_str_eq(r.err, "ticketspin: TICKET_DELAY='fast' is not valid: accepted: off, "
-	                        "auto, or a fixed factor 1..100000; keeping the default\n");
+	                        "auto, series, or a fixed factor 1..100000; keeping the default\n");
 	cr_assert_null(strstr(r.out, "ticketspin: "), "stdout must stay clean: %s", r.out);
 }
 
