@@ -103,11 +103,15 @@ uint64_t ts_backoff_pauses(const struct ts_config *cfg, uint32_t delay, uint32_t
 	}
 }
 
-uint32_t ts_delay_after_poll(const struct ts_config *cfg, uint32_t delay, bool overslept)
+/*
+ * The series' rule, for either delay: after a look that found our turn
+ * already come (we overslept), -max(delay/32, 1 unit) while delay >= 2
+ * units; after one that found the lock busy, +1/@growth unit; within
+ * [@min, @max] (fixed point).
+ */
+static uint32_t tuned(uint32_t delay, bool overslept, uint32_t growth, uint32_t min,
+                      uint32_t max)
 {
-	uint32_t min = cfg->delay_min << TS_DELAY_SHIFT;
-	uint32_t max = cfg->delay_max << TS_DELAY_SHIFT;
-
 	if (overslept) {
 		if (delay >= 2 * TS_DELAY_ONE) {
 			uint32_t step = delay / 32;
@@ -116,23 +120,19 @@ uint32_t ts_delay_after_poll(const struct ts_config *cfg, uint32_t delay, bool o
 		}
 		return delay < min ? min : delay;
 	}
-	delay += TS_DELAY_ONE / 7;
+	delay += TS_DELAY_ONE / growth;
 	return delay > max ? max : delay;
+}
+
+uint32_t ts_delay_after_poll(const struct ts_config *cfg, uint32_t delay, bool overslept)
+{
+	return tuned(delay, overslept, 7, cfg->delay_min << TS_DELAY_SHIFT,
+	             cfg->delay_max << TS_DELAY_SHIFT);
 }
 
 uint32_t ts_next_delay_after_poll(const struct ts_config *cfg, uint32_t next_delay,
                                   bool overslept)
 {
-	uint32_t max = cfg->delay_max << TS_DELAY_SHIFT;
-
-	if (overslept) {
-		if (next_delay >= 2 * TS_DELAY_ONE) {
-			uint32_t step = next_delay / 32;
-
-			next_delay -= step > TS_DELAY_ONE ? step : TS_DELAY_ONE;
-		}
-		return next_delay < TS_DELAY_ONE ? TS_DELAY_ONE : next_delay;
-	}
-	next_delay += TS_DELAY_ONE / TS_NEXT_GROWTH;
-	return next_delay > max ? max : next_delay;
+	return tuned(next_delay, overslept, TS_NEXT_GROWTH, TS_DELAY_ONE,
+	             cfg->delay_max << TS_DELAY_SHIFT);
 }
