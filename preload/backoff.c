@@ -84,6 +84,15 @@ uint32_t ts_delay_of(const struct ts_config *cfg, const void *lock)
 	return entry_delay(cfg, entry_of(cfg, hash), hash);
 }
 
+uint32_t ts_next_delay_of(const struct ts_config *cfg, const void *lock)
+{
+	uint32_t hash = ts_lock_hash(lock);
+	const struct ts_delay_entry *entry = entry_of(cfg, hash);
+	bool owned = cfg->table == TS_TABLE_SINGLE || entry->tag == hash;
+
+	return owned && entry->next_delay != 0 ? entry->next_delay : TS_DELAY_ONE;
+}
+
 uint64_t ts_backoff_pauses(const struct ts_config *cfg, uint32_t delay, uint32_t next_delay,
                            uint16_t ahead)
 {

@@ -57,6 +57,9 @@ struct ts_delay_entry *ts_delay_entry_claim(const struct ts_config *cfg, uint32_
  */
 uint32_t ts_delay_of(const struct ts_config *cfg, const void *lock);
 
+/* The same for the next in line's delay (fixed point; TS_DELAY_ONE untuned). */
+uint32_t ts_next_delay_of(const struct ts_config *cfg, const void *lock);
+
 /* Pauses before the next look at the lock, given the tickets ahead of ours
  * (holder included) and the tuned delays (@next_delay: for the next in line). */
 uint64_t ts_backoff_pauses(const struct ts_config *cfg, uint32_t delay, uint32_t next_delay,

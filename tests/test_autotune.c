@@ -18,7 +18,7 @@ struct padded_lock {
 static struct padded_lock lock_pool[64];
 static ts_word_t *long_lock, *short_lock, *slot_sharer;
 static long rounds;
-static uint32_t long_delay[8], short_delay[8], sharer_delay[8];
+static uint32_t long_delay[8], short_delay[8], sharer_delay[8], long_next_delay[8];
 
 static void hold(unsigned pauses)
 {
@@ -41,6 +41,7 @@ static void *contend(void *arg)
 		}
 	}
 	long_delay[id] = ts_delay_of(ts_config(), (const void *)long_lock);
+	long_next_delay[id] = ts_next_delay_of(ts_config(), (const void *)long_lock);
 	if (short_lock != NULL)
 		short_delay[id] = ts_delay_of(ts_config(), (const void *)short_lock);
 	if (slot_sharer != NULL)
@@ -87,12 +88,17 @@ static uint32_t max_of(const uint32_t *values, int n)
 	return max;
 }
 
-static void environment(const char *table)
+static void environment_with(const char *delay, const char *table)
 {
-	setenv("TICKET_DELAY", "auto", 1);
+	setenv("TICKET_DELAY", delay, 1);
 	setenv("TICKET_DELAY_TABLE", table, 1);
 	setenv("TICKET_WAIT", "yield", 1); /* FIFO, and no collapse on 2 CPUs */
 	setenv("TICKET_QUEUE", "0", 1);
+}
+
+static void environment(const char *table)
+{
+	environment_with("auto", table);
 }
 
 Test(autotune, contention_raises_the_delay_above_the_minimum)
@@ -149,4 +155,32 @@ Test(autotune, a_lock_on_another_locks_slot_starts_from_the_minimum)
 		             i, long_delay[i], sharer_delay[i], min);
 	}
 	cr_assert_gt(tuned, 0, "no thread tuned its delay: the test proved nothing");
+}
+
+/*
+ * auto tunes the next in line's pause too: with a lock held 400 pauses at a
+ * time, looking every pause finds it busy hundreds of times per hand-over,
+ * and the pause grows.  The series' mode keeps the next in line polling.
+ */
+Test(autotune, auto_tunes_the_next_in_line)
+{
+	environment("hashed");
+	long_lock = &lock_pool[0].word;
+	short_lock = NULL;
+	run(2, 3000);
+	cr_assert_gt(max_of(long_next_delay, 2), TS_DELAY_ONE,
+	             "the next in line's pause was not tuned up (max %u)",
+	             max_of(long_next_delay, 2));
+}
+
+Test(autotune, series_mode_keeps_the_next_in_line_polling)
+{
+	environment_with("series", "hashed");
+	cr_assert_eq(ts_config()->delay_mode, TS_DELAY_SERIES);
+	long_lock = &lock_pool[0].word;
+	short_lock = NULL;
+	run(4, 3000);
+	cr_assert_eq(max_of(long_next_delay, 4), TS_DELAY_ONE);
+	cr_assert_gt(max_of(long_delay, 4), ts_config()->delay_min << TS_DELAY_SHIFT,
+	             "the series' far waiters still tune (max %u)", max_of(long_delay, 4));
 }
