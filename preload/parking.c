@@ -22,17 +22,23 @@
  *    holder, so it sets TS_SLEEPERS before sleeping and the unlock that sees
  *    the flag wakes it.  Outsiders (threads that left a full line) sleep on a
  *    per-process table, not on the lock word, which changes with every
- *    acquisition; a waiter served with no one behind it, or a thread taking
- *    turns, wakes the one that has slept longest.
+ *    acquisition; a thread taking turns wakes the one that has slept
+ *    longest, and so does an outsider that got in and finds no one behind it
+ *    (the line has room: outsiders then come in one after another).
  *
  *  - Every sleep is bounded (TS_NAP_FIRST_NS, doubling to TS_NAP_MAX_NS),
- *    because two wake-ups can be missed by design: an unlock that read the
- *    word just before the next in line set TS_SLEEPERS, and stored just
- *    after it went to sleep (only when the unlocking thread is interrupted
- *    between its load and its store); and any wake-up between processes
- *    sharing a lock, for outsiders, whose table is per process.  Making unlock
- *    a locked instruction would close the first and cost every uncontended
- *    unlock; the second needs state beyond the four bytes.  A timed-out sleep
+ *    because some wake-ups can be missed by design (model/ checks which):
+ *    an unlock that read the word just before the next in line set
+ *    TS_SLEEPERS, and whose store becomes visible only after the sleeper's
+ *    futex check (still in the store buffer, or the unlocking thread
+ *    interrupted between its load and its store); a thread that took turns
+ *    sleeps without looking, and the outsider it woke may count the sleepers
+ *    before it does; outsiders that find the line empty with no one to pass
+ *    the room on; and any wake-up between processes sharing a lock, for
+ *    outsiders, whose table is per process.  Making unlock a locked
+ *    instruction would close the first and cost every uncontended unlock;
+ *    the last needs state beyond the four bytes.  A missed wake-up costs at
+ *    most the nap the sleeper was in.  A timed-out sleep
  *    only looks at the word and sleeps again, for twice as long: a thousand
  *    outsiders waiting for a lock that does not come free cost a few thousand
  *    wake-ups a second in all, not a storm of spinning.

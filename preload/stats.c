@@ -547,6 +547,13 @@ static uint64_t hold_sample(uint32_t hash, uint16_t ticket, uint64_t now,
 
 			/* consumed: a ticket 16384 later must not match it */
 			__atomic_store_n(word, 0, __ATOMIC_RELAXED);
+			/*
+			 * A "negative" difference (the upper half of the range): the
+			 * two CPUs' TSCs disagree by more than the hold (seen under
+			 * KVM); no sample, rather than one of 2^38 ticks.
+			 */
+			if (held > HOLD_TIME_MASK / 2)
+				return 0;
 			return held != 0 ? held << 4 : 1;
 		}
 	}
