@@ -125,6 +125,13 @@ test_pshared)
 	check "park check" TICKET_WAIT=park TICKET_SPIN=1 TICKET_QUEUE=0 -- \
 		"$here/spinstress" -P -p 2 -t 3 -n 300 -w 50
 	;;
+test_stall)
+	# long waits: reported once per waiter, the lock still handed over in order
+	check "stall in line" TICKET_STALL_MS=200 TICKET_QUEUE=0 -- "$here/lockprobe" hold 3 800
+	expect err "ticketspin: stall: pthread_spin_lock("
+	check "stall outside" TICKET_STALL_MS=200 TICKET_QUEUE=2 -- "$here/lockprobe" hold 3 800
+	expect err "outside a full line"
+	;;
 test_liveness)
 	# churn's invariants under TSan (no timing bounds here: TSan is slow)
 	check "churn" -- "$here/../examples/churn" --seconds 1 --processes 2 --threads 256
