@@ -330,6 +330,7 @@ proctype thread(byte me)
 	bool lent;           /* we hold a borrowed turn (BORROWED), no ticket */
 	bool took_turns;     /* TOOK_TURNS, else STEPPED_OUT */
 	bool gave_place;     /* ts_wake_outsider() found a sleeper */
+	bool came_out;       /* this acquisition waited outside (came_from_outside) */
 	bool slow;           /* the unlock went out of line */
 	bool streak_ok;      /* entry->streak >= TS_TURN_BATCH, as far as we know */
 
@@ -390,13 +391,18 @@ wil_loop:
 	if
 	:: between(serving(w), t) == 0 && !(w & (HANDOFF | BORROWED)) -> goto served
 	:: between(serving(w), t) == 0 && (w & HANDOFF) ->
-		/* Claim our turn. */
+		/*
+		 * Claim our turn: an atomic AND clearing TS_HANDOFF (lock btr),
+		 * which succeeds when the flag was still set, whatever the "next"
+		 * half did meanwhile; then the word is loaded again.
+		 */
 		atomic {
 			drain(me);
 			if
-			:: word == w -> w = w & (WMASK - HANDOFF); word = w; ok = 1
-			:: else -> w = word
-			fi
+			:: word & HANDOFF -> word = word & (WMASK - HANDOFF); ok = 1
+			:: else
+			fi;
+			w = word
 		}
 		if
 		:: ok -> ok = 0; goto served
@@ -474,6 +480,7 @@ wil_loop:
 left_line:
 	/* ts_lock_slow()'s loop: STEPPED_OUT or TOOK_TURNS. */
 	atomic {
+		came_out = 1;
 		streak_ok = 0;
 		w = 0;
 		if   /* ts_wake_outsider()'s load: our place, to the longest asleep */
@@ -554,8 +561,8 @@ served:
 	:: else
 	fi;
 #endif
-	if   /* no one behind us: the line has room for an outsider */
-	:: low == 0 -> ts_wake_outsider(me, ok); ok = 0
+	if   /* came in from outside, no one behind us: pass the room on */
+	:: low == 0 && came_out -> ts_wake_outsider(me, ok); ok = 0
 	:: else
 	fi;
 	/* ts_lock_slow() returns: we own the lock. */
@@ -567,6 +574,7 @@ critical:
 		:: streak_ok = 0
 		fi;
 		want[me] = 0;
+		came_out = 0;
 		w = 0;
 		low = 0;
 		in_cs++;

@@ -90,6 +90,8 @@ M="-m3000000"
 # parking slot only the sleep after taking turns (by design, README); the
 # unlock as one locked instruction, which closes the documented race.
 NOWAIT="-DTIMEOUT_INLINE=0 -DTIMEOUT_OUTSIDE=2 -DUNLOCK_LOCKED=1"
+# In line only: outsiders' naps may time out (R4), sleepers in line may not.
+NOWAIT_INLINE="-DTIMEOUT_INLINE=0 -DTIMEOUT_OUTSIDE=1 -DUNLOCK_LOCKED=1"
 
 # The real model: safety with timed naps (as the C).
 check safety-2t-q1 pass "-DNT=2 -DNACQ=2 -DQMAX=1 -DTRYLOCK=1" "$SAFE" "$M" \
@@ -121,10 +123,12 @@ fi
 check wakeup-2t-q2 pass "-DNT=2 -DNACQ=2 -DQMAX=2 $NOWAIT" "$SAFE" "$M" \
 	"2 threads x 2, TICKET_QUEUE=2, no timeouts, locked unlock: no sleeper left behind"
 if [ $quick -eq 0 ]; then
-	check wakeup-3t-q2 pass "-DNT=3 -DNACQ=1 -DQMAX=2 $NOWAIT" "$SAFE" "$M" \
-		"3 threads x 1, TICKET_QUEUE=2, no timeouts, locked unlock: no sleeper left behind"
-	check wakeup-3t-q2-live pass "-DNT=3 -DNACQ=1 -DQMAX=2 -DPROGRESS $NOWAIT" "$LIVE" "-a -f $M" \
-		"3 threads x 1, TICKET_QUEUE=2, no timeouts, locked unlock: every lock() returns"
+	check wakeup-3t-q2 pass "-DNT=3 -DNACQ=1 -DQMAX=2 $NOWAIT_INLINE" "$SAFE" "$M" \
+		"3 threads x 1, TICKET_QUEUE=2, no timeouts in line, locked unlock: no sleeper in line left behind"
+	check wakeup-3t-q2-live pass "-DNT=3 -DNACQ=1 -DQMAX=2 -DPROGRESS $NOWAIT_INLINE" "$LIVE" "-a -f $M" \
+		"3 threads x 1, TICKET_QUEUE=2, no timeouts in line, locked unlock: every lock() returns"
+	check wakeup-3t-q0 pass "-DNT=3 -DNACQ=1 -DQMAX=0 $NOWAIT_INLINE" "$SAFE" "$M" \
+		"3 threads x 1, TICKET_QUEUE=0 (far waiters park), no timeouts, locked unlock: no sleeper left behind"
 fi
 
 # The reliances on a nap's timeout (README): each must show its counterexample.
@@ -132,13 +136,15 @@ check timeout-R1-unlock-race fail "-DNT=2 -DNACQ=2 -DQMAX=2 -DTIMEOUT_INLINE=0" 
 	"R1 (documented): the unlock's load before the fetch-or, its store after the futex check"
 check timeout-R3-turns fail "-DNT=3 -DNACQ=1 -DQMAX=2 -DTIMEOUT_OUTSIDE=0" "$SAFE" "$M" \
 	"R3 (by design): the sleep after taking turns, its wake-up read the count too early"
+check timeout-R4-drained fail "-DNT=3 -DNACQ=1 -DQMAX=2 $NOWAIT" "$SAFE" "$M" \
+	"R4 (by design): an outsider whose line empties with no outsider coming in to pass the room on"
 check timeout-R2-queue1 fail "-DNT=2 -DNACQ=2 -DQMAX=1 -DTIMEOUT_OUTSIDE=2" "$SAFE" "$M" \
 	"R2 (finding): TICKET_QUEUE=1, an outsider behind a holder no one was served after"
 
 # Seeded bugs: SPIN must reject each one.
 check mut-no-unlock-wake fail "-DNT=2 -DNACQ=2 -DQMAX=2 $NOWAIT -DMUT_NO_UNLOCK_WAKE" "$SAFE" "$M" \
 	"mutation: ts_unlock_slow() does not wake the waiter it serves"
-check mut-no-successor-wake fail "-DNT=3 -DNACQ=1 -DQMAX=2 $NOWAIT -DMUT_NO_SUCCESSOR_WAKE" "$SAFE" "$M" \
+check mut-no-successor-wake fail "-DNT=3 -DNACQ=1 -DQMAX=0 $NOWAIT_INLINE -DMUT_NO_SUCCESSOR_WAKE" "$SAFE" "$M" \
 	"mutation: after_served() does not wake the waiter behind it"
 check mut-park-store fail "-DNT=2 -DNACQ=2 -DQMAX=2 -DMUT_PARK_STORE" "$SAFE" "$M" \
 	"mutation: the park's fetch-or of TS_SLEEPERS as a load and a plain store"
