@@ -66,6 +66,14 @@ collect_sanitizer_env() {
 	for v in ASAN_OPTIONS UBSAN_OPTIONS TSAN_OPTIONS; do
 		[ -z "${!v:-}" ] || sanitizer_env+=("$v=${!v}")
 	done
+	# The sanitizer runtimes intercept pthread_mutex_*: there, the mutexes'
+	# provider is the runtime (libasan.so, libtsan.so), not libc.so.  Call
+	# after the modes are added.
+	if [ -n "$sanitizer_preload" ]; then
+		for i in "${!mode_lock[@]}"; do
+			case ${mode_lock[$i]} in mutex*) mode_expect[$i]=san.so ;; esac
+		done
+	fi
 }
 
 # mode_command INDEX LIB: prints nothing; sets the array run_env to the

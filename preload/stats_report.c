@@ -536,7 +536,8 @@ int ts_report_read(int fd, struct ts_file_header *h, struct ts_report *report)
 	munmap(slot, sizeof(*slot));
 	slot = NULL;
 
-	qsort(locks.data, locks.len, locks.elem, lock_rec_by_lock);
+	if (locks.len > 0) /* qsort's array may not be NULL, even when empty */
+		qsort(locks.data, locks.len, locks.elem, lock_rec_by_lock);
 	for (size_t i = 0, j; i < locks.len; i = j) {
 		struct ts_lock_rec *r = (struct ts_lock_rec *)locks.data;
 		struct ts_merged_lock *m;
@@ -560,8 +561,10 @@ int ts_report_read(int fd, struct ts_file_header *h, struct ts_report *report)
 
 		if (scratch == MAP_FAILED)
 			goto fail;
-		qsort(g, segs.len, sizeof(*g), segment_by_lock);
-		qsort(in, inits.len, sizeof(*in), init_by_lock);
+		if (segs.len > 0)
+			qsort(g, segs.len, sizeof(*g), segment_by_lock);
+		if (inits.len > 0)
+			qsort(in, inits.len, sizeof(*in), init_by_lock);
 		for (size_t i = 0, j, k = 0; i < segs.len; i = j) {
 			struct ts_merged_lock *m;
 			size_t first_init;
@@ -585,7 +588,8 @@ int ts_report_read(int fd, struct ts_file_header *h, struct ts_report *report)
 	vec_free(&segs);
 	vec_free(&inits);
 
-	qsort(sites.data, sites.len, sites.elem, site_by_lock_then_caller);
+	if (sites.len > 0)
+		qsort(sites.data, sites.len, sites.elem, site_by_lock_then_caller);
 	for (size_t i = 0, j; i < sites.len; i = j) {
 		struct ts_site_rec *s = (struct ts_site_rec *)sites.data;
 		uint64_t count = 0;

@@ -309,6 +309,21 @@ static bool maps_file(int pid, const char *path)
 
 enum state { RUNNING, EXITED, ENDED, EXECED };
 
+/*
+ * A zeroed header buffer, as aligned as the type says (a page: the file's
+ * layout); calloc() would give 16 bytes, which is undefined behaviour to
+ * access through the type.  Freed with free().
+ */
+static struct ts_file_header *new_header(void)
+{
+	struct ts_file_header *h =
+		aligned_alloc(_Alignof(struct ts_file_header), sizeof(struct ts_file_header));
+
+	if (h != NULL)
+		memset(h, 0, sizeof(*h));
+	return h;
+}
+
 static enum state state_of(const struct ts_file_header *h, const char *path)
 {
 	uint64_t started = start_time_of(h->pid);
@@ -343,7 +358,7 @@ static void when(uint64_t realtime_ns, char *buf, size_t size)
 
 static int report_file(const char *path, int pid, uint32_t top)
 {
-	struct ts_file_header *h = calloc(1, sizeof(*h));
+	struct ts_file_header *h = new_header();
 	struct ts_report report;
 	struct ts_report_options o = { .prefix = "", .sites = 3, .describe = describe_site,
 	                               .header = 1 };
@@ -399,7 +414,7 @@ static int cmd_list(void)
 
 	qsort(files, n, sizeof(files[0]), compare_found);
 	for (size_t i = 0; i < n; i++) {
-		struct ts_file_header *h = calloc(1, sizeof(*h));
+		struct ts_file_header *h = new_header();
 		int fd;
 
 		if (h == NULL || open_file(files[i].path, files[i].pid, &fd, true) != 0) {
@@ -431,7 +446,7 @@ static int cmd_clean(void)
 	size_t n = find_files(0, files, MAX_FILES), removed = 0;
 
 	for (size_t i = 0; i < n; i++) {
-		struct ts_file_header *h = calloc(1, sizeof(*h));
+		struct ts_file_header *h = new_header();
 		uint64_t started;
 		int fd;
 
@@ -622,7 +637,7 @@ static int cmd_top(int argc, char **argv)
 	int pid = 0, fd, rc;
 	char path[PATH_MAX];
 	struct ts_report previous = { 0 }, report;
-	struct ts_file_header *h = calloc(1, sizeof(*h));
+	struct ts_file_header *h = new_header();
 	bool have_previous = false;
 
 	for (int i = 0; i < argc; i++) {
