@@ -53,25 +53,37 @@ static struct ts_delay_entry *entry_of(const struct ts_config *cfg, uint32_t has
 	return &delay_table[hash >> (32 - cfg->hash_bits)];
 }
 
+/* Does @entry hold @hash's delays?  In "single" mode it holds every lock's. */
+static bool entry_owned(const struct ts_config *cfg, const struct ts_delay_entry *entry,
+                        uint32_t hash)
+{
+	return cfg->table == TS_TABLE_SINGLE || entry->tag == hash;
+}
+
 static uint32_t entry_delay(const struct ts_config *cfg, const struct ts_delay_entry *entry,
                             uint32_t hash)
 {
-	bool owned = cfg->table == TS_TABLE_SINGLE || entry->tag == hash;
-
-	if (!owned || entry->delay == 0)
+	if (!entry_owned(cfg, entry, hash) || entry->delay == 0)
 		return cfg->delay_min << TS_DELAY_SHIFT;
 	return entry->delay;
+}
+
+static uint32_t entry_next_delay(const struct ts_config *cfg, const struct ts_delay_entry *entry,
+                                 uint32_t hash)
+{
+	if (!entry_owned(cfg, entry, hash) || entry->next_delay == 0)
+		return TS_DELAY_ONE;
+	return entry->next_delay;
 }
 
 struct ts_delay_entry *ts_delay_entry_claim(const struct ts_config *cfg, uint32_t hash,
                                             uint32_t *delay, uint32_t *next_delay)
 {
 	struct ts_delay_entry *entry = entry_of(cfg, hash);
-	bool owned = cfg->table == TS_TABLE_SINGLE || entry->tag == hash;
 
 	*delay = entry_delay(cfg, entry, hash);
-	*next_delay = owned && entry->next_delay != 0 ? entry->next_delay : TS_DELAY_ONE;
-	if (cfg->table == TS_TABLE_HASHED && entry->tag != hash)
+	*next_delay = entry_next_delay(cfg, entry, hash);
+	if (!entry_owned(cfg, entry, hash))
 		*entry = (struct ts_delay_entry){ .tag = hash, .delay = *delay,
 			                          .next_delay = *next_delay };
 	return entry;
@@ -87,10 +99,8 @@ uint32_t ts_delay_of(const struct ts_config *cfg, const void *lock)
 uint32_t ts_next_delay_of(const struct ts_config *cfg, const void *lock)
 {
 	uint32_t hash = ts_lock_hash(lock);
-	const struct ts_delay_entry *entry = entry_of(cfg, hash);
-	bool owned = cfg->table == TS_TABLE_SINGLE || entry->tag == hash;
 
-	return owned && entry->next_delay != 0 ? entry->next_delay : TS_DELAY_ONE;
+	return entry_next_delay(cfg, entry_of(cfg, hash), hash);
 }
 
 uint64_t ts_backoff_pauses(const struct ts_config *cfg, uint32_t delay, uint32_t next_delay,
