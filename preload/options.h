@@ -63,6 +63,12 @@ struct ts_config {
 
 const struct ts_config *ts_config(void);
 
+/* Is the delay auto-tuned (TICKET_DELAY=auto or series)? */
+static inline bool ts_delay_tuned(const struct ts_config *cfg)
+{
+	return cfg->delay_mode == TS_DELAY_AUTO || cfg->delay_mode == TS_DELAY_SERIES;
+}
+
 /* Parses the environment into @out without touching the process-wide copy;
  * returns the number of invalid variables.  For the tests. */
 unsigned ts_config_parse(struct ts_config *out);

@@ -496,7 +496,7 @@ void ts_lock_slow(ts_word_t *lock, uint16_t ticket, const void *caller)
 		.lock = lock,
 		.caller = caller,
 		.hash = hash,
-		.tune = cfg->delay_mode == TS_DELAY_AUTO || cfg->delay_mode == TS_DELAY_SERIES,
+		.tune = ts_delay_tuned(cfg),
 		.nap_ns = ts_nap_first_ns,
 	};
 	enum line_result result;

@@ -364,7 +364,7 @@ static bool create_stats_file(const struct ts_config *cfg)
 	}
 	h->clock = use_tsc ? TS_CLOCK_TSC : TS_CLOCK_NS;
 	h->stats_top = cfg->stats_top;
-	h->delay_tuned = cfg->delay_mode == TS_DELAY_AUTO || cfg->delay_mode == TS_DELAY_SERIES;
+	h->delay_tuned = ts_delay_tuned(cfg);
 	h->ns0 = monotonic_ns();
 	h->tsc0 = stats_clock();
 	len = read_small_file("/proc/self/cmdline", cmdline, sizeof(cmdline));
