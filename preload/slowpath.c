@@ -341,7 +341,7 @@ static enum line_result wait_in_line(struct waiter *w, uint16_t ticket, uint32_t
 				stalled_since = now;
 			else if (now - stalled_since >= TS_LEND_AFTER_NS)
 				word = note_stall(w, word);
-			ts_stall_check(&w->stall, cfg, w->lock, w->caller, ahead, word, false);
+			ts_stall_check(&w->stall, cfg, w->lock, w->caller, ahead, word, false, now);
 			if (cfg->wait != TS_WAIT_SPIN &&
 			    stalled >= (uint64_t)cfg->spin_budget *
 			                       (ahead <= 1 ? TS_NEXT_IN_LINE_PATIENCE : 1)) {
@@ -349,8 +349,9 @@ static enum line_result wait_in_line(struct waiter *w, uint16_t ticket, uint32_t
 				 * Give way without spinning again first: after a
 				 * sleep that saw no progress, the next look comes
 				 * straight back here and sleeps twice as long.
+				 * After a yield (TICKET_WAIT=yield), spin a budget
+				 * again.
 				 */
-				/* After a yield, spin a budget again (TICKET_WAIT=yield). */
 				next_check = give_way(w, ticket, ahead) ? stalled
 				                                          : stalled + cfg->spin_budget;
 				word = __atomic_load_n(w->lock, __ATOMIC_ACQUIRE); /* pairs as above */
@@ -423,7 +424,7 @@ static bool wait_outside(struct waiter *w, bool sleep_first)
 			continue;
 		}
 		if (spun >= spin_allowance) {
-			ts_stall_check(&w->stall, cfg, w->lock, w->caller, 0, word, true);
+			ts_stall_check(&w->stall, cfg, w->lock, w->caller, 0, word, true, ts_now_ns());
 			if (cfg->wait == TS_WAIT_PARK) {
 				enum ts_sleep how = ts_sleep_outside(w->lock, w->hash, cfg->queue_max,
 				                                     true, nap_ns);

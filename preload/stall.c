@@ -5,7 +5,6 @@
 #include "stall.h"
 
 #include "log.h"
-#include "parking.h"
 #include "ticket_lock.h"
 
 static struct ts_rate_limit stall_rate = TS_RATE_LIMIT(TS_STALL_BURST);
@@ -18,19 +17,18 @@ uint64_t ts_stall_reports(void)
 
 bool ts_stall_check(struct ts_stall_watch *watch, const struct ts_config *cfg,
                     const void *lock, const void *caller, unsigned ahead, uint32_t word,
-                    bool outside)
+                    bool outside, uint64_t now_ns)
 {
 	char where[160], from[160], note[96];
-	uint64_t now, waited_ms, skipped;
+	uint64_t waited_ms, skipped;
 
 	if (cfg->stall_ms == 0 || watch->reported)
 		return false;
-	now = ts_now_ns();
 	if (watch->since_ns == 0) {
-		watch->since_ns = now;
+		watch->since_ns = now_ns;
 		return false;
 	}
-	waited_ms = (now - watch->since_ns) / 1000000u;
+	waited_ms = (now_ns - watch->since_ns) / 1000000u;
 	if (waited_ms < cfg->stall_ms)
 		return false;
 	watch->reported = true; /* once per wait, printed or suppressed */

@@ -8,8 +8,8 @@
  * rate-limited across the process, after which the thread keeps waiting.
  *
  * Contract: the slow path calls ts_stall_check() only when the line has not
- * moved for a spin budget or after a sleep, never per poll, so reading the
- * clock here costs nothing that matters; a wait that ends quickly never
+ * moved for a spin budget or before a sleep, never per poll, so the clock
+ * read it needs costs nothing that matters; a wait that ends quickly never
  * reads it at all.
  */
 #ifndef TICKETSPIN_STALL_H
@@ -32,12 +32,13 @@ struct ts_stall_watch {
 /*
  * Called while a wait for @lock (from @caller, with @ahead tickets ahead of
  * ours, or 0 for a thread waiting outside the line, @word as last read) has
- * not moved: starts the watch, or reports once the wait has lasted longer
- * than cfg->stall_ms.  Returns true when it printed a report.
+ * not moved, at @now_ns (ts_now_ns(), which the caller has read anyway):
+ * starts the watch, or reports once the wait has lasted longer than
+ * cfg->stall_ms.  Returns true when it printed a report.
  */
 bool ts_stall_check(struct ts_stall_watch *watch, const struct ts_config *cfg,
                     const void *lock, const void *caller, unsigned ahead, uint32_t word,
-                    bool outside);
+                    bool outside, uint64_t now_ns);
 
 /* Stall reports printed so far; for the tests. */
 uint64_t ts_stall_reports(void);
