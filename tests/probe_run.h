@@ -34,23 +34,14 @@ static inline void read_all(int fd, char *buf, size_t size)
 }
 
 /*
- * Runs @argv with the current environment plus @env ("NAME=VALUE" strings,
- * NULL-terminated; "NAME=" with nothing after it removes NAME), with a time
- * limit of @seconds.  Output beyond the buffers is dropped.
+ * Fills @envp (512 entries) with the current environment plus @env
+ * ("NAME=VALUE" strings, NULL-terminated; "NAME=" with nothing after it
+ * removes NAME), NULL-terminated.
  */
-static inline void probe_run(struct probe_result *r, const char *const *env,
-                             const char *const *argv, int seconds)
+static inline void probe_environment(char **envp, const char *const *env)
 {
-	char *envp[512];
 	size_t n = 0;
-	char out_path[] = "/tmp/ticketspin-probe-outXXXXXX";
-	char err_path[] = "/tmp/ticketspin-probe-errXXXXXX";
-	int out_fd = mkstemp(out_path), err_fd = mkstemp(err_path);
-	posix_spawn_file_actions_t actions;
-	pid_t pid;
-	int status;
 
-	cr_assert(out_fd >= 0 && err_fd >= 0);
 	for (char **e = environ; *e != NULL && n < 400; e++) {
 		int overridden = 0;
 
@@ -66,6 +57,25 @@ static inline void probe_run(struct probe_result *r, const char *const *env,
 		if ((*o)[strcspn(*o, "=") + 1] != '\0')
 			envp[n++] = (char *)*o;
 	envp[n] = NULL;
+}
+
+/*
+ * Runs @argv with the current environment plus @env (see probe_environment),
+ * with a time limit of @seconds.  Output beyond the buffers is dropped.
+ */
+static inline void probe_run(struct probe_result *r, const char *const *env,
+                             const char *const *argv, int seconds)
+{
+	char *envp[512];
+	char out_path[] = "/tmp/ticketspin-probe-outXXXXXX";
+	char err_path[] = "/tmp/ticketspin-probe-errXXXXXX";
+	int out_fd = mkstemp(out_path), err_fd = mkstemp(err_path);
+	posix_spawn_file_actions_t actions;
+	pid_t pid;
+	int status;
+
+	cr_assert(out_fd >= 0 && err_fd >= 0);
+	probe_environment(envp, env);
 
 	/* The time limit is ours: a timeout(1) child would load the preload too. */
 	posix_spawn_file_actions_init(&actions);

@@ -44,7 +44,7 @@ struct group_run {
 };
 
 /*
- * Runs @argv (with the environment changes @env, as probe_run) in a new
+ * Runs @argv (with the environment changes @env, see probe_environment) in a new
  * process group; after @limit seconds the whole group is killed and the
  * status is -1.
  */
@@ -52,7 +52,6 @@ static void run_group(struct group_run *r, const char *const *env, const char *c
                       int limit)
 {
 	char *envp[512];
-	size_t n = 0;
 	char out_path[] = "/tmp/ticketspin-live-outXXXXXX";
 	char err_path[] = "/tmp/ticketspin-live-errXXXXXX";
 	int out_fd = mkstemp(out_path), err_fd = mkstemp(err_path);
@@ -64,19 +63,7 @@ static void run_group(struct group_run *r, const char *const *env, const char *c
 	bool killed = false;
 
 	cr_assert(out_fd >= 0 && err_fd >= 0);
-	for (char **e = environ; *e != NULL && n < 400; e++) {
-		bool overridden = false;
-
-		for (const char *const *o = env; o != NULL && *o != NULL; o++)
-			if (strncmp(*e, *o, strcspn(*o, "=") + 1) == 0)
-				overridden = true;
-		if (!overridden)
-			envp[n++] = *e;
-	}
-	for (const char *const *o = env; o != NULL && *o != NULL; o++)
-		if ((*o)[strcspn(*o, "=") + 1] != '\0')
-			envp[n++] = (char *)*o;
-	envp[n] = NULL;
+	probe_environment(envp, env);
 
 	posix_spawn_file_actions_init(&actions);
 	posix_spawn_file_actions_adddup2(&actions, out_fd, STDOUT_FILENO);
