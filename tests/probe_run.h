@@ -104,6 +104,35 @@ static inline void probe_run(struct probe_result *r, const char *const *env,
 	unlink(err_path);
 }
 
+/* Reads the file at @path, which a run must have written, into @buf. */
+static inline void read_text_file(const char *path, char *buf, size_t size)
+{
+	int fd = open(path, O_RDONLY);
+
+	cr_assert(fd >= 0, "%s was not written", path);
+	read_all(fd, buf, size);
+	close(fd);
+}
+
+/* Occurrences of @needle in @text. */
+static inline int count_occurrences(const char *text, const char *needle)
+{
+	int n = 0;
+
+	for (const char *p = text; (p = strstr(p, needle)) != NULL; p++)
+		n++;
+	return n;
+}
+
+/* Removes a test's temporary directory and everything in it. */
+static inline void remove_tree(const char *dir)
+{
+	char cmd[4200];
+
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+	cr_assert_eq(system(cmd), 0);
+}
+
 /* Asserts the child's first line names libticketspin.so as the provider. */
 #define assert_probe_provider(r)                                                        \
 	cr_assert(strncmp((r)->out, "provider ", 9) == 0 &&                             \

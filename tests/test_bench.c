@@ -125,32 +125,6 @@ Test(harness, uncontended_pair)
 
 /* ---- the runners ----------------------------------------------------------- */
 
-static void read_text(const char *path, char *buf, size_t size)
-{
-	int fd = open(path, O_RDONLY);
-
-	cr_assert(fd >= 0, "%s was not written", path);
-	read_all(fd, buf, size);
-	close(fd);
-}
-
-static int count(const char *text, const char *needle)
-{
-	int n = 0;
-
-	for (const char *p = text; (p = strstr(p, needle)) != NULL; p++)
-		n++;
-	return n;
-}
-
-static void remove_tree(const char *dir)
-{
-	char cmd[4200];
-
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
-	cr_assert_eq(system(cmd), 0);
-}
-
 Test(runner, tiny_contended_run_one_row_per_cell)
 {
 	struct probe_result r;
@@ -170,15 +144,15 @@ Test(runner, tiny_contended_run_one_row_per_cell)
 	cr_assert(strstr(r.out, "ratio to glibc's median") != NULL, "%s", r.out);
 
 	snprintf(path, sizeof(path), "%s/tiny.csv", dir);
-	read_text(path, text, sizeof(text));
+	read_text_file(path, text, sizeof(text));
 	cr_assert(strncmp(text, "name,hogs,work,threads,lock,repeat,status,ops_per_s,", 52) == 0,
 	          "%s", text);
-	cr_assert_eq(count(text, ",ok,"), 16, "%s", text);
+	cr_assert_eq(count_occurrences(text, ",ok,"), 16, "%s", text);
 	cr_assert(strstr(text, ",ticketspin,1,ok,") != NULL, "%s", text);
 
 	snprintf(path, sizeof(path), "%s/tiny-summary.csv", dir);
-	read_text(path, text, sizeof(text));
-	cr_assert_eq(count(text, "\n"), 1 + 2 * 2 * 4, "one row per cell:\n%s", text);
+	read_text_file(path, text, sizeof(text));
+	cr_assert_eq(count_occurrences(text, "\n"), 1 + 2 * 2 * 4, "one row per cell:\n%s", text);
 	cr_assert(strstr(text, "\ntiny,0,10,2,glibc,1,1,") != NULL, "%s", text);
 	remove_tree(dir);
 }
@@ -201,8 +175,8 @@ Test(runner, hogs_are_stopped_with_the_run)
 	cr_assert_eq(r.status, 0, "status %d\n%s%s", r.status, r.out, r.err);
 	cr_assert(strstr(r.out, "OUTSIDE LOAD (outside load: 2 CPU-bound hog") != NULL, "%s", r.out);
 	snprintf(path, sizeof(path), "%s/locks-hogs2-summary.csv", dir);
-	read_text(path, text, sizeof(text));
-	cr_assert_eq(count(text, "\n"), 1 + 2, "%s", text);
+	read_text_file(path, text, sizeof(text));
+	cr_assert_eq(count_occurrences(text, "\n"), 1 + 2, "%s", text);
 
 	p = strstr(r.err, "hog pids ");
 	cr_assert(p != NULL, "%s", r.err);
@@ -232,8 +206,8 @@ Test(runner, tiny_uncontended_run)
 	          120);
 	cr_assert_eq(r.status, 0, "status %d\n%s%s", r.status, r.out, r.err);
 	snprintf(path, sizeof(path), "%s/uncontended-summary.csv", dir);
-	read_text(path, text, sizeof(text));
-	cr_assert_eq(count(text, "\n"), 1 + 2 * 3, "%s", text);
+	read_text_file(path, text, sizeof(text));
+	cr_assert_eq(count_occurrences(text, "\n"), 1 + 2 * 3, "%s", text);
 	cr_assert(strstr(text, "\nempty,glibc,1,1,") != NULL, "%s", text);
 	remove_tree(dir);
 }

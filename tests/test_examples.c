@@ -291,32 +291,6 @@ Test(sysbench, without_the_preload_the_provider_is_glibc)
 
 /* ---- ticketspin-compare ---------------------------------------------------- */
 
-static void read_file(const char *path, char *buf, size_t size)
-{
-	int fd = open(path, O_RDONLY);
-
-	cr_assert(fd >= 0, "%s was not written", path);
-	read_all(fd, buf, size);
-	close(fd);
-}
-
-static int count_lines(const char *text, const char *needle)
-{
-	int n = 0;
-
-	for (const char *p = text; (p = strstr(p, needle)) != NULL; p++)
-		n++;
-	return n;
-}
-
-static void remove_tree(const char *dir)
-{
-	char cmd[4200];
-
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
-	cr_assert_eq(system(cmd), 0);
-}
-
 Test(compare, tiny_run_makes_table_csv_and_png)
 {
 	struct probe_result r;
@@ -339,14 +313,14 @@ Test(compare, tiny_run_makes_table_csv_and_png)
 	cr_assert(strstr(r.out, "FAILED") == NULL, "%s", r.out);
 
 	snprintf(path, sizeof(path), "%s/tiny.csv", dir);
-	read_file(path, text, sizeof(text));
+	read_text_file(path, text, sizeof(text));
 	cr_assert(strncmp(text, "name,mode,threads,repeat,throughput,wall_seconds,latency_avg_ms,"
 	                        "latency_pct_ms,status\n", 86) == 0, "%s", text);
-	cr_assert_eq(count_lines(text, ",ok\n"), 10, "%s", text);
+	cr_assert_eq(count_occurrences(text, ",ok\n"), 10, "%s", text);
 	cr_assert(strstr(text, "tiny,auto-hashed,2,1,") != NULL, "%s", text);
 
 	snprintf(path, sizeof(path), "%s/tiny-summary.csv", dir);
-	read_file(path, text, sizeof(text));
+	read_text_file(path, text, sizeof(text));
 	cr_assert(strstr(text, "\nglibc,1,1,1,") != NULL && strstr(text, ",1.000\n") != NULL,
 	          "%s", text);
 
@@ -379,9 +353,9 @@ Test(compare, failed_runs_are_reported_and_the_rest_kept)
 	          "%s", r.err);
 	cr_assert(strstr(r.err, "2 of 4 runs failed") != NULL, "%s", r.err);
 	snprintf(path, sizeof(path), "%s/part.csv", dir);
-	read_file(path, text, sizeof(text));
-	cr_assert_eq(count_lines(text, ",ok\n"), 2, "%s", text);
-	cr_assert_eq(count_lines(text, ",exit-2\n"), 2, "%s", text);
+	read_text_file(path, text, sizeof(text));
+	cr_assert_eq(count_occurrences(text, ",ok\n"), 2, "%s", text);
+	cr_assert_eq(count_occurrences(text, ",exit-2\n"), 2, "%s", text);
 	cr_assert(strstr(r.out, "FAILED") != NULL, "%s", r.out);
 	remove_tree(dir);
 }
@@ -449,8 +423,8 @@ Test(compare, sysbench_script)
 	          120);
 	cr_assert_eq(r.status, 0, "status %d\n%s%s", r.status, r.out, r.err);
 	snprintf(path, sizeof(path), "%s/sysbench-spinlock.csv", dir);
-	read_file(path, text, sizeof(text));
-	cr_assert_eq(count_lines(text, ",ok\n"), 2, "%s", text);
+	read_text_file(path, text, sizeof(text));
+	cr_assert_eq(count_occurrences(text, ",ok\n"), 2, "%s", text);
 	/* the throughput is sysbench's events over its total time; its latency follows */
 	{
 		const char *row = strstr(text, "\nsysbench-spinlock,glibc,2,1,");

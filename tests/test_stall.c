@@ -16,15 +16,6 @@ static long cpu_ms_of(const struct probe_result *r)
 	return strtol(line + 7, NULL, 10);
 }
 
-static int count_lines(const char *text, const char *needle)
-{
-	int n = 0;
-
-	for (const char *p = text; (p = strstr(p, needle)) != NULL; p += strlen(needle))
-		n++;
-	return n;
-}
-
 static void hold_run(struct probe_result *r, const char *const *env, const char *waiters,
                      const char *hold_ms)
 {
@@ -60,7 +51,7 @@ Test(stall, each_waiter_reports_once_and_keeps_waiting)
 
 	hold_run(&r, (const char *const[]){ "TICKET_STALL_MS=200", "TICKET_QUEUE=0", NULL }, "3",
 	         "1500");
-	cr_assert_eq(count_lines(r.err, "ticketspin: stall: "), 3, "expected one report per waiter:\n%s",
+	cr_assert_eq(count_occurrences(r.err, "ticketspin: stall: "), 3, "expected one report per waiter:\n%s",
 	             r.err);
 	cr_assert_not_null(strstr(r.err, "called from"), "%s", r.err);
 	cr_assert_not_null(strstr(r.err, "from 0x"), "%s", r.err);
@@ -76,8 +67,8 @@ Test(stall, outsiders_report_too)
 
 	hold_run(&r, (const char *const[]){ "TICKET_STALL_MS=200", "TICKET_QUEUE=2", NULL }, "3",
 	         "1500");
-	cr_assert_eq(count_lines(r.err, "ticketspin: stall: "), 3, "%s", r.err);
-	cr_assert_eq(count_lines(r.err, "outside a full line"), 2, "%s", r.err);
+	cr_assert_eq(count_occurrences(r.err, "ticketspin: stall: "), 3, "%s", r.err);
+	cr_assert_eq(count_occurrences(r.err, "outside a full line"), 2, "%s", r.err);
 }
 
 Test(stall, zero_turns_the_report_off)
