@@ -8,14 +8,8 @@
 #include "ticket_lock.h"
 
 static struct ts_rate_limit stall_rate = TS_RATE_LIMIT(TS_STALL_BURST);
-static uint64_t reports;
 
-uint64_t ts_stall_reports(void)
-{
-	return __atomic_load_n(&reports, __ATOMIC_RELAXED);
-}
-
-bool ts_stall_check(struct ts_stall_watch *watch, const struct ts_config *cfg,
+void ts_stall_check(struct ts_stall_watch *watch, const struct ts_config *cfg,
                     const void *lock, const void *caller, unsigned ahead, uint32_t word,
                     bool outside, uint64_t now_ns)
 {
@@ -23,18 +17,17 @@ bool ts_stall_check(struct ts_stall_watch *watch, const struct ts_config *cfg,
 	uint64_t waited_ms, skipped;
 
 	if (cfg->stall_ms == 0 || watch->reported)
-		return false;
+		return;
 	if (watch->since_ns == 0) {
 		watch->since_ns = now_ns;
-		return false;
+		return;
 	}
 	waited_ms = (now_ns - watch->since_ns) / 1000000u;
 	if (waited_ms < cfg->stall_ms)
-		return false;
+		return;
 	watch->reported = true; /* once per wait, printed or suppressed */
 	if (!ts_rate_allows(&stall_rate, &skipped))
-		return false;
-	__atomic_fetch_add(&reports, 1, __ATOMIC_RELAXED);
+		return;
 	ts_describe_address(where, sizeof(where), lock);
 	ts_describe_address(from, sizeof(from), caller);
 	ts_suppressed_note(note, sizeof(note), skipped);
@@ -50,5 +43,4 @@ bool ts_stall_check(struct ts_stall_watch *watch, const struct ts_config *cfg,
 		       "(TICKET_STALL_MS=%u)%s",
 		       where, from, (unsigned long long)waited_ms, ahead, ahead == 1 ? "" : "s",
 		       word, cfg->stall_ms, note);
-	return true;
 }

@@ -34,13 +34,10 @@ struct ts_stall_watch {
  * ours, or 0 for a thread waiting outside the line, @word as last read) has
  * not moved, at @now_ns (ts_now_ns(), which the caller has read anyway):
  * starts the watch, or reports once the wait has lasted longer than
- * cfg->stall_ms.  Returns true when it printed a report.
+ * cfg->stall_ms.
  */
-bool ts_stall_check(struct ts_stall_watch *watch, const struct ts_config *cfg,
+void ts_stall_check(struct ts_stall_watch *watch, const struct ts_config *cfg,
                     const void *lock, const void *caller, unsigned ahead, uint32_t word,
                     bool outside, uint64_t now_ns);
-
-/* Stall reports printed so far; for the tests. */
-uint64_t ts_stall_reports(void);
 
 #endif
