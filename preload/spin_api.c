@@ -66,8 +66,11 @@ TS_EXPORT int pthread_spin_trylock(pthread_spinlock_t *lock)
 /* An unlock of a lock no one holds leaves the word alone (see ts_unlock()). */
 TS_EXPORT int pthread_spin_unlock(pthread_spinlock_t *lock)
 {
-	if (__builtin_expect(ts_unlock(word_of(lock)), 1))
+	if (__builtin_expect(ts_unlock(word_of(lock)), 1)) {
+		if (__builtin_expect(ts_stats_fold_due, 0))
+			ts_stats_after_unlock(); /* TICKET_STATS: released, now the bookkeeping */
 		return 0;
+	}
 	ts_misuse_unlock_unheld(word_of(lock), __atomic_load_n(word_of(lock), __ATOMIC_RELAXED),
 	                        __builtin_return_address(0));
 	return EPERM;

@@ -4,39 +4,55 @@
  * normal exit.  Formatting is stats_report.c's, shared with ticketspin-stats.
  *
  * What it costs, and where.  The fast paths record nothing (ticket_lock.h).
- * A contended acquisition costs, while the lock is held, one clock read and
- * a dozen plain stores into the thread's own pending record
- * (ts_stats_record); folding that record into the per-lock aggregates (hash
- * lookups, histograms, segments) waits for the thread's next contended
- * acquisition, whose waiting time it uses (ts_stats_wait_begin).  No shared
- * atomics: each thread claims a slot of the file once (one fetch-add) and
- * writes only there.
+ * What a contended acquisition costs is placed where it delays no one:
+ *  - on the way to the lock, one clock read when the wait begins, and one
+ *    just before each later look at the lock word (ts_stats_clock(), in
+ *    slowpath.c), so that the look that finds our turn carries its time.
+ *    A wait whose first look already finds our turn (half the contended
+ *    acquisitions at 2 threads) reads no clock at all: that look comes
+ *    while the hand-over is under way, and 12 ns before it measurably cut
+ *    the throughput of 2 threads (0.83 of stats off, against 0.98);
+ *  - while the lock is held, a dozen plain stores into the thread's own
+ *    pending record (ts_stats_record), and once in HOLD_SAMPLE_EVERY a
+ *    store to the shared hold table; no clock read, but for the few
+ *    acquisitions a hold sample needs the time of;
+ *  - after the release (pthread_spin_unlock() calls ts_stats_after_unlock()
+ *    when ts_stats_fold_due is set), the rest: the time of a record served
+ *    at once, the hold sample, and folding the record into the per-lock
+ *    aggregates (hash lookups, histograms, segments).  Done at the next
+ *    wait's start instead (as it was first), it delayed that wait's first
+ *    look, and cost 2 threads about a sixth of their throughput.
+ * No shared atomics: each thread claims a slot of the file once (one
+ * fetch-add) and writes only there.  `make bench` measures the result.
  *
  * The clock is the TSC (rdtsc), when CPUID says it is invariant, else
  * CLOCK_MONOTONIC.  Measured here (Xeon under KVM, clocksource tsc):
  * rdtsc 12 ns, clock_gettime(CLOCK_MONOTONIC) through the vDSO 26 ns,
- * rdtscp 20 ns (loops of 20 M reads).  Inside a critical section that
- * difference matters: at 2 threads a contended hand-over takes about 40 ns.
- * The TSC is not serialising, so a reading may move a few instructions
- * earlier or later, which is far below what is measured.  Ticks are
- * converted by readers from a (TSC, CLOCK_MONOTONIC) pair taken when the
- * file is made and one taken when the report is made; the 50 us estimate
- * made at creation only sets the segment gap of the totals.
+ * rdtscp 20 ns (loops of 20 M reads).  The TSC is not serialising, so a
+ * reading may move a few instructions earlier or later, which is far below
+ * what is measured.  Ticks are converted by readers from a (TSC,
+ * CLOCK_MONOTONIC) pair taken when the file is made and one taken when the
+ * report is made; the 50 us estimate made at creation only sets the segment
+ * gap of the totals.
  *
  * Wait time: from the slow path's entry (the ticket is already drawn) to the
- * acquisition, every contended acquisition.
+ * look that found our turn, every contended acquisition; none for one served
+ * at its first look.  A record served at once is placed in time (for the
+ * segments of the totals) by its release, which is as good: no acquisition
+ * of the lock falls between its acquisition and its release.
  *
  * Hold time cannot be taken by the holder: unlock is a load and a store and
  * records nothing.  The waiter served next times it instead: the holder
  * writes its ticket and the time it acquired into a small per-process table
  * (hold_table, by lock hash), and the next holder, if it too was served in
- * the slow path, reads it: the difference is the previous holder's hold
- * time plus the hand-over (tens of ns).  Only 1 ticket in HOLD_SAMPLE_EVERY
- * is sampled (both sides decide from the ticket number alone), so that the
- * table's cache line moves between CPUs once per that many acquisitions,
- * not at each; and a waiter that slept or yielded does not take a sample,
- * since the time it took to get back on a CPU is not the holder's.  Hold
- * times are thus those of contended acquisitions followed by another.
+ * the slow path, reads it after its own release: the difference between
+ * the two acquisitions' times is the previous holder's hold time plus the
+ * hand-over (tens of ns).  Only 1 ticket in HOLD_SAMPLE_EVERY is sampled
+ * (both sides decide from the ticket number alone), so that the table's
+ * cache line moves between CPUs once per that many acquisitions, not at
+ * each; and a waiter that slept or yielded does not take a sample, since
+ * the time it took to get back on a CPU is not the holder's.  Hold times are
+ * thus those of contended acquisitions followed by another.
  *
  * Security.  The file is created with O_CREAT | O_EXCL | O_NOFOLLOW, mode
  * 0600: never truncating or following a link to an existing file, never
@@ -88,7 +104,7 @@ static dev_t file_dev;
 static ino_t file_ino;
 static uint64_t file_size;             /* under grow_lock */
 static pthread_mutex_t grow_lock = PTHREAD_MUTEX_INITIALIZER;
-static bool use_tsc;
+bool ts_stats_tsc;
 static uint64_t seg_gap;               /* TS_SEG_GAP_NS in clock units */
 
 /* TICKET_STATS=FILE: where the report goes at exit. */
@@ -106,6 +122,7 @@ static bool report_nowhere;    /* a forked child without %p in FILE: keep the sh
 #define TLS_IE __attribute__((tls_model("initial-exec")))
 static __thread struct ts_thread_slot *mine TLS_IE;
 static __thread bool mine_failed TLS_IE;
+__thread bool ts_stats_fold_due TLS_IE;
 
 /*
  * pthread_spin_init() calls, per hash of the lock address: a segment must not
@@ -122,16 +139,6 @@ static struct {
 
 #define HOLD_TIME_BITS 34
 #define HOLD_TIME_MASK ((1ull << HOLD_TIME_BITS) - 1)
-
-static inline uint64_t stats_clock(void)
-{
-	struct timespec ts;
-
-	if (__builtin_expect(use_tsc, 1))
-		return __builtin_ia32_rdtsc();
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
 
 static uint64_t monotonic_ns(void)
 {
@@ -347,7 +354,7 @@ static bool create_stats_file(const struct ts_config *cfg)
 		return false;
 	}
 	file_size = sizeof(*h);
-	use_tsc = tsc_is_invariant();
+	ts_stats_tsc = tsc_is_invariant();
 	h->version = TS_FILE_VERSION;
 	h->header_size = sizeof(*h);
 	h->slot_size = sizeof(struct ts_thread_slot);
@@ -362,11 +369,11 @@ static bool create_stats_file(const struct ts_config *cfg)
 		clock_gettime(CLOCK_REALTIME, &ts);
 		h->created_ns = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 	}
-	h->clock = use_tsc ? TS_CLOCK_TSC : TS_CLOCK_NS;
+	h->clock = ts_stats_tsc ? TS_CLOCK_TSC : TS_CLOCK_NS;
 	h->stats_top = cfg->stats_top;
 	h->delay_tuned = ts_delay_tuned(cfg);
 	h->ns0 = monotonic_ns();
-	h->tsc0 = stats_clock();
+	h->tsc0 = ts_stats_clock();
 	len = read_small_file("/proc/self/cmdline", cmdline, sizeof(cmdline));
 	for (size_t i = 0; i + 1 < len; i++)
 		if (cmdline[i] == '\0')
@@ -378,12 +385,12 @@ static bool create_stats_file(const struct ts_config *cfg)
 	header = h;
 	note_modules();
 	/* The segment gap needs the tick rate only roughly: 50 us of both clocks. */
-	if (use_tsc) {
+	if (ts_stats_tsc) {
 		uint64_t ns = h->ns0, ticks;
 
 		while ((ns = monotonic_ns()) - h->ns0 < 50000)
 			;
-		ticks = stats_clock();
+		ticks = ts_stats_clock();
 		seg_gap = (uint64_t)((double)TS_SEG_GAP_NS * (double)(ticks - h->tsc0) /
 		                     (double)(ns - h->ns0));
 	} else {
@@ -497,11 +504,95 @@ static struct ts_thread_slot *my_slot(void)
 	return t;
 }
 
-/* Folds the pending record; names a new call site's object if it is new. */
+/* The hold-table word of @lock's hash: see the header. */
+static uint64_t *hold_word(uint32_t hash)
+{
+	return &hold_table[hash >> (32 - HOLD_TABLE_BITS)].word;
+}
+
+static uint64_t hold_number(uint16_t ticket)
+{
+	return (ticket / TS_TICKET_STEP) & 0x3fff;
+}
+
+/* Whether the acquisition with @ticket publishes or takes a hold sample. */
+static bool hold_sampled(uint16_t ticket)
+{
+	return ((hold_number(ticket) + 1) & (HOLD_SAMPLE_EVERY - 1)) <= 1;
+}
+
+/*
+ * The holder of the ticket before a sampled one publishes when it was
+ * served: a plain store, which
+ * another lock with the same entry may overwrite (a lost sample).  Inside
+ * the critical section, once in HOLD_SAMPLE_EVERY contended acquisitions.
+ */
+static void hold_publish(uint32_t hash, uint16_t ticket, uint64_t served)
+{
+	uint64_t number = hold_number(ticket);
+
+	if ((number & (HOLD_SAMPLE_EVERY - 1)) != HOLD_SAMPLE_EVERY - 1)
+		return;
+	__atomic_store_n(hold_word(hash), (uint64_t)(hash & 0xffff) << 48 |
+		                                          number << HOLD_TIME_BITS |
+		                                          ((served >> 4) & HOLD_TIME_MASK),
+		                 __ATOMIC_RELAXED);
+}
+
+/*
+ * The sampled holder takes the sample later, when it folds its record (not
+ * while it holds the lock): the hold time of the holder before it, plus the
+ * hand-over; 0 when there is none to take.  The number check rejects a word
+ * published for another ticket (a later sample, or a lock sharing the entry
+ * with the same tag, 16384 tickets away at least).
+ */
+static uint64_t hold_take(const struct ts_pending *p)
+{
+	uint32_t hash = ts_lock_hash((const void *)(uintptr_t)p->lock);
+	uint64_t number = hold_number(p->ticket);
+	uint64_t *word = hold_word(hash);
+	uint64_t seen, held;
+
+	/* a borrowed turn is served under another's ticket; a sleeper's wake-up is not the holder's */
+	if ((number & (HOLD_SAMPLE_EVERY - 1)) != 0 || p->borrows != 0 || p->parks != 0 ||
+	    p->yields != 0)
+		return 0;
+	seen = __atomic_load_n(word, __ATOMIC_RELAXED);
+	if (seen >> 48 != (hash & 0xffff) ||
+	    ((seen >> HOLD_TIME_BITS) & 0x3fff) != ((number - 1) & 0x3fff))
+		return 0;
+	__atomic_store_n(word, 0, __ATOMIC_RELAXED); /* consumed */
+	held = ((p->served >> 4) - seen) & HOLD_TIME_MASK;
+	/*
+	 * A "negative" difference (the upper half of the range): the two CPUs'
+	 * TSCs disagree by more than the hold (seen under KVM); no sample,
+	 * rather than one of 2^38 ticks.
+	 */
+	if (held > HOLD_TIME_MASK / 2)
+		return 0;
+	return held != 0 ? held << 4 : 1;
+}
+
+/*
+ * Folds the pending record, with its hold sample if it is to take one;
+ * names a new call site's object if it is new.
+ */
 static void fold(struct ts_thread_slot *t)
 {
+	struct ts_pending *p = &t->pending;
 	uint32_t sites = t->nsites;
+	uint64_t seq = p->seq;
 
+	/* completed as ts_stats_record() writes: readers skip it meanwhile */
+	__atomic_store_n(&p->seq, seq + 1, __ATOMIC_RELAXED);
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	if (p->served == 0) {
+		p->served = ts_stats_clock(); /* served at once: now orders it, and it waited none */
+		if (p->at_once)
+			p->begin = p->served;
+	}
+	p->hold = hold_take(p);
+	__atomic_store_n(&p->seq, seq + 2, __ATOMIC_RELEASE);
 	ts_slot_fold(t, seg_gap);
 	if (t->nsites != sites && !module_known(t->sites[t->last_site].caller))
 		note_modules(); /* a dlopen()ed object */
@@ -509,55 +600,26 @@ static void fold(struct ts_thread_slot *t)
 
 /* ---- the slow path's calls ------------------------------------------------------ */
 
-void ts_stats_wait_begin(struct ts_wait_stats *wait)
+void ts_stats_wait_begin(struct ts_wait_stats *wait, bool served_at_once)
 {
 	struct ts_thread_slot *t = my_slot();
 
 	if (t == NULL)
 		return;
-	wait->begin = stats_clock();
-	/* While we wait anyway: the previous acquisition's bookkeeping. */
+	wait->at_once = served_at_once;
+	if (!served_at_once)
+		wait->begin = ts_stats_clock();
 	if (t->folded != t->pending.seq)
-		fold(t);
+		fold(t); /* the lock was released by another thread: no one did it */
 }
 
-/*
- * The hold time of the holder before us (ticket - 1), if it published its
- * acquisition; publishes ours if the holder after us is to sample.
- */
-static uint64_t hold_sample(uint32_t hash, uint16_t ticket, uint64_t now,
-                            const struct ts_wait_stats *wait)
+void ts_stats_after_unlock(void)
 {
-	uint64_t *word = &hold_table[hash >> (32 - HOLD_TABLE_BITS)].word;
-	uint64_t number = (ticket / TS_TICKET_STEP) & 0x3fff;
-	uint64_t tag = hash & 0xffff;
+	struct ts_thread_slot *t = mine;
 
-	if (wait->borrows != 0)
-		return 0; /* served under another waiter's ticket */
-	if ((number & (HOLD_SAMPLE_EVERY - 1)) == HOLD_SAMPLE_EVERY - 1) {
-		/* A plain store: another lock with the same entry may overwrite it; a lost sample. */
-		__atomic_store_n(word, tag << 48 | number << HOLD_TIME_BITS |
-		                               ((now >> 4) & HOLD_TIME_MASK), __ATOMIC_RELAXED);
-	} else if ((number & (HOLD_SAMPLE_EVERY - 1)) == 0 && wait->parks == 0 &&
-	           wait->yields == 0) {
-		uint64_t seen = __atomic_load_n(word, __ATOMIC_RELAXED);
-
-		if (seen >> 48 == tag && ((seen >> HOLD_TIME_BITS) & 0x3fff) == ((number - 1) & 0x3fff)) {
-			uint64_t held = ((now >> 4) - seen) & HOLD_TIME_MASK;
-
-			/* consumed: a ticket 16384 later must not match it */
-			__atomic_store_n(word, 0, __ATOMIC_RELAXED);
-			/*
-			 * A "negative" difference (the upper half of the range): the
-			 * two CPUs' TSCs disagree by more than the hold (seen under
-			 * KVM); no sample, rather than one of 2^38 ticks.
-			 */
-			if (held > HOLD_TIME_MASK / 2)
-				return 0;
-			return held != 0 ? held << 4 : 1;
-		}
-	}
-	return 0;
+	ts_stats_fold_due = false;
+	if (t != NULL && t->folded != t->pending.seq)
+		fold(t);
 }
 
 void ts_stats_record(const void *lock, uint16_t ticket, const void *caller,
@@ -566,11 +628,16 @@ void ts_stats_record(const void *lock, uint16_t ticket, const void *caller,
 	struct ts_thread_slot *t = mine;
 	struct ts_pending *p;
 	uint32_t hash = ts_lock_hash(lock);
-	uint64_t now, seq;
+	uint64_t served, seq;
 
 	if (__builtin_expect(t == NULL, 0) && (t = my_slot()) == NULL)
 		return;
-	now = stats_clock();
+	if (!wait->at_once)
+		served = wait->looked != 0 ? wait->looked : ts_stats_clock();
+	else if (hold_sampled(ticket))
+		served = ts_stats_clock(); /* a hold sample needs the time of the hand-over */
+	else
+		served = 0; /* fold() takes the time once we have released the lock */
 	if (__builtin_expect(t->folded != t->pending.seq, 0))
 		fold(t); /* no ts_stats_wait_begin() before this one (the tests) */
 	p = &t->pending;
@@ -580,9 +647,9 @@ void ts_stats_record(const void *lock, uint16_t ticket, const void *caller,
 	__atomic_signal_fence(__ATOMIC_SEQ_CST);
 	p->lock = (uintptr_t)lock;
 	p->caller = (uintptr_t)caller;
-	p->begin = wait->begin;
-	p->served = now;
-	p->hold = hold_sample(hash, ticket, now, wait);
+	p->begin = wait->at_once ? served : wait->begin;
+	p->served = served;
+	p->hold = 0; /* taken by fold() */
 	p->polls = wait->polls;
 	p->yields = wait->yields;
 	p->parks = wait->parks;
@@ -591,7 +658,11 @@ void ts_stats_record(const void *lock, uint16_t ticket, const void *caller,
 	p->epoch = __atomic_load_n(&init_epochs[hash >> (32 - EPOCH_BITS)], __ATOMIC_RELAXED);
 	p->ticket = ticket;
 	p->ahead = wait->ahead;
+	p->at_once = wait->at_once;
 	__atomic_store_n(&p->seq, seq + 1, __ATOMIC_RELEASE);
+	if (wait->borrows == 0)
+		hold_publish(hash, ticket, served);
+	ts_stats_fold_due = true;
 }
 
 void ts_stats_init(const void *lock)
@@ -606,7 +677,7 @@ void ts_stats_init(const void *lock)
 		t->dropped_inits++;
 		return;
 	}
-	t->inits[t->ninits] = (struct ts_init_rec){ (uintptr_t)lock, stats_clock() };
+	t->inits[t->ninits] = (struct ts_init_rec){ (uintptr_t)lock, ts_stats_clock() };
 	/* RELEASE: readers that see the count see the record. */
 	__atomic_store_n(&t->ninits, t->ninits + 1, __ATOMIC_RELEASE);
 }
@@ -691,7 +762,7 @@ __attribute__((destructor)) static void stats_at_exit(void)
 		return; /* said so at start-up */
 	if (ready) {
 		header->exit_ns = monotonic_ns();
-		header->exit_clock = stats_clock();
+		header->exit_clock = ts_stats_clock();
 	}
 	if (report_to_file) {
 		fd = reopen_ours(report_path, O_WRONLY | O_APPEND, report_dev, report_ino);

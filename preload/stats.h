@@ -4,7 +4,8 @@
  * `ticketspin top` read, and reported at a normal exit.
  *
  * Only the slow path records, and only when cfg->stats != NULL: a call when
- * it starts waiting and one once it holds the lock.  Records are per thread
+ * it starts waiting and one once it holds the lock; pthread_spin_unlock()
+ * completes the record after the release.  Records are per thread
  * (no shared atomics): a slot of the file claimed on the thread's first
  * record and never given back, so threads that exit before the program are
  * still counted.  The file outlives the process when it ends by _exit(),
@@ -16,6 +17,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <time.h>
 
 /* What one contended acquisition cost; the slow path fills it as it waits. */
 struct ts_wait_stats {
@@ -25,27 +27,72 @@ struct ts_wait_stats {
 	uint32_t borrows; /* stalled turns held in a descheduled waiter's place (0 or 1) */
 	uint16_t ahead;  /* tickets ahead of ours when we began to wait, holder included */
 	uint64_t begin;  /* set by ts_stats_wait_begin(): when the wait began; 0: not timed */
+	uint64_t looked; /* when the slow path last loaded the lock word; 0: not known */
+	bool at_once;    /* set by ts_stats_wait_begin(): our turn had come at the first look */
 };
+
+/* Set once when the statistics file is made: the clock is the TSC (else CLOCK_MONOTONIC). */
+extern bool ts_stats_tsc;
+
+/*
+ * The statistics clock, in the unit the file's header names.  The slow path
+ * reads it just before each load of the lock word while timing a wait, so
+ * that the acquisition's time is known before the lock is held: a clock read
+ * inside the critical section would lengthen every contended hand-over
+ * (rdtsc is about 12 ns here, a hand-over at 2 threads about 40), while one
+ * issued just before the load overlaps that load's cache miss.
+ */
+static inline uint64_t ts_stats_clock(void)
+{
+	struct timespec ts;
+
+	if (__builtin_expect(ts_stats_tsc, 1))
+		return __builtin_ia32_rdtsc();
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
 
 /*
  * Called by the slow path when it starts waiting (ticket drawn, @wait->ahead
- * set): notes the time in @wait->begin, and, since the thread waits anyway,
- * does the bookkeeping of its previous contended acquisition.  Never takes
- * the lock being waited for; may take a private mutex and make system calls
- * the first time a thread records.
+ * set from its first look at the lock word): notes the time in @wait->begin,
+ * unless @served_at_once (that look found our turn come, as it does for about
+ * half the contended acquisitions at 2 threads): then the wait is recorded as
+ * none, and no clock is read at all on the way to the lock, where 12 ns
+ * would delay a hand-over already under way.  Does the bookkeeping of the
+ * previous contended acquisition if pthread_spin_unlock() has not (the lock
+ * was released by another thread).  Never takes the lock being waited for;
+ * may take a private mutex and make system calls the first time a thread
+ * records.
  */
-void ts_stats_wait_begin(struct ts_wait_stats *wait);
+void ts_stats_wait_begin(struct ts_wait_stats *wait, bool served_at_once);
 
 /*
  * Records one contended acquisition of @lock by the calling thread, which
- * holds it: @ticket is the ticket it was served with, @caller the return
+ * holds it, served at @wait->looked (the look at the lock word that found
+ * the turn ours), or, @wait->at_once, when it releases the lock (the time
+ * only orders records: the wait is none), else now: @ticket is the ticket it was served with, @caller the return
  * address of pthread_spin_lock(), @delay the thread's tuned delay for @lock
  * after this wait (fixed point, TS_DELAY_SHIFT; 0 when the delay is not
- * auto-tuned).  Cheap: one clock read and a few stores; never allocates,
- * never takes a lock (after the thread's first record).
+ * auto-tuned).  Cheap: a dozen stores to the thread's own slot, and one
+ * in HOLD_SAMPLE_EVERY a store to a shared table; never allocates, never
+ * takes a lock (after the thread's first record).
  */
 void ts_stats_record(const void *lock, uint16_t ticket, const void *caller,
                      const struct ts_wait_stats *wait, uint32_t delay);
+
+/*
+ * True in a thread whose latest ts_stats_record() is not folded into the
+ * per-lock aggregates yet.  pthread_spin_unlock() tests it after releasing
+ * the lock and then calls ts_stats_after_unlock(): the bookkeeping of a
+ * contended acquisition is done neither while holding the lock (where it
+ * would lengthen the critical section) nor before the first look of the
+ * next wait (where it would delay taking a lock just released), but while
+ * the other threads have the lock.  initial-exec: one load, no call.
+ */
+extern __thread bool ts_stats_fold_due __attribute__((tls_model("initial-exec")));
+
+/* The calling thread's pending bookkeeping; see ts_stats_fold_due. */
+void ts_stats_after_unlock(void);
 
 /* Notes that pthread_spin_init() reset @lock (its tickets restart from 0). */
 void ts_stats_init(const void *lock);

@@ -132,10 +132,9 @@ struct ts_site_rec {
 
 /*
  * The thread's latest contended acquisition, written while the lock is held
- * (the cheap part), folded into the aggregates at the thread's next
- * contended acquisition, while it waits (the rest).  Readers fold it
- * themselves when it is not yet (seq != folded).  seq is odd while the
- * record is being written.
+ * (the cheap part), completed and folded into the aggregates once the thread
+ * has released the lock (the rest).  Readers fold it themselves when it is
+ * not yet (seq != folded).  seq is odd while the record is being written.
  */
 struct ts_pending {
 	uint64_t seq;
@@ -145,7 +144,11 @@ struct ts_pending {
 	uint32_t polls, yields, parks, borrows;
 	uint32_t delay, epoch;
 	uint16_t ticket, ahead;
-	uint32_t pad;
+	/*
+	 * 1: served at its first look, with no time taken on the way: begin and
+	 * served are 0 until the release, then both its time (a wait of none).
+	 */
+	uint32_t at_once;
 };
 
 struct ts_thread_slot {

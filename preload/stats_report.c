@@ -156,10 +156,15 @@ void ts_slot_fold(struct ts_thread_slot *t, uint64_t seg_gap)
 		t->dropped_locks++;
 		goto done;
 	}
-	/* (a borrowed turn is served under another waiter's ticket: not one of ours) */
-	if (p->borrows == 0)
+	/*
+	 * (a borrowed turn is served under another waiter's ticket: not one of
+	 * ours; a record with no time yet is of a thread that ended holding the
+	 * lock: its place in time is unknown)
+	 */
+	if (p->borrows == 0 && p->served != 0)
 		note_segment(t, r, p, seg_gap);
-	r->latest = p->served;
+	if (p->served != 0)
+		r->latest = p->served;
 	r->contended++;
 	r->borrows += p->borrows;
 	r->ahead_sum += p->ahead;
@@ -171,7 +176,7 @@ void ts_slot_fold(struct ts_thread_slot *t, uint64_t seg_gap)
 	r->delay_now = p->delay;
 	if (p->delay > r->delay_max)
 		r->delay_max = p->delay;
-	if (p->begin != 0) {
+	if (p->begin != 0 && p->served != 0) {
 		uint64_t wait = p->served > p->begin ? p->served - p->begin : 0;
 
 		r->timed++;

@@ -25,6 +25,7 @@ struct event {
 	uint16_t ahead;
 	uint32_t polls, delay;
 	uint32_t borrowed;   /* 1: a borrowed turn, its ticket meaningless; 2: pthread_spin_init */
+	int at_once;         /* 1: served at the first look, then released; 2: never released */
 };
 
 static struct event *events;
@@ -45,12 +46,15 @@ static void *recorder(void *arg)
 			continue;
 		}
 		struct ts_wait_stats w = { .polls = events[i].polls, .yields = 1,
-			                   .borrows = events[i].borrowed, .ahead = events[i].ahead };
+			                   .borrows = events[i].borrowed, .ahead = events[i].ahead,
+			                   .at_once = events[i].at_once != 0 };
 		if (events[i].borrowed == 2)
 			ts_stats_init(events[i].lock);
 		else
 			ts_stats_record(events[i].lock, (uint16_t)(events[i].k * TS_TICKET_STEP), events[i].caller, &w,
 		                events[i].delay);
+		if (events[i].at_once == 1)
+			ts_stats_after_unlock(); /* what pthread_spin_unlock() calls */
 		__atomic_store_n(&turn, i + 1, __ATOMIC_RELEASE);
 	}
 }
@@ -286,6 +290,38 @@ Test(stats_merge, sorted_by_contention_and_cut_at_top)
 	/* thread 1 recorded last, with no tuned delay; the maximum is thread 0's */
 	cr_assert_str_eq(row.delay, "-/3.00");
 	cr_assert(strncmp(row.site, "(nil) 100%", 10) == 0, "site: %s", row.site);
+}
+
+Test(stats_merge, served_at_once_waits_none_and_still_counts)
+{
+	struct event ev[32];
+	struct row row;
+	long n;
+
+	events = ev;
+	/*
+	 * Served at the first look: no clock on the way to the lock; the time,
+	 * taken at the release, orders the records, so the ticket wrap (16384)
+	 * is still seen, and the wait is none, timed.
+	 */
+	for (uint64_t k = 5000; k <= 95000; k += 5000) {
+		add(0, &lock_a, k, NULL);
+		events[nevents - 1].at_once = 1;
+		events[nevents - 1].ahead = 0;
+	}
+	/* a thread that ends holding the lock: counted, but its place in time is unknown */
+	add(1, &lock_b, 7, NULL);
+	events[nevents - 1].at_once = 2;
+	record_all(2);
+	char *text = report(20, &n);
+	cr_assert_eq(n, 2, "%s", text);
+	cr_assert(row_of(text, &lock_a, &row), "%s", text);
+	cr_assert_eq(row.contended, 19, "%s", text);
+	cr_assert_eq(row.total, 90001, "%s", text);
+	cr_assert(row.wait_max == 0 && row.wait_mean == 0 && row.wait_total_ms == 0, "%s", text);
+	cr_assert(row_of(text, &lock_b, &row), "%s", text);
+	cr_assert_eq(row.contended, 1, "%s", text);
+	cr_assert(row.total <= 1, "%s", text);
 }
 
 Test(stats_merge, nothing_recorded)
