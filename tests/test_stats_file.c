@@ -163,6 +163,22 @@ static pid_t start_waiting(const char *threads, const char *rounds, char *out_pa
 	return pid;
 }
 
+/* Whether /proc/PID/stat shows state Z. */
+static bool is_zombie(pid_t pid)
+{
+	char path[64], text[512];
+	const char *close_paren;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	fd = open(path, O_RDONLY);
+	cr_assert(fd >= 0, "%s", path);
+	read_all(fd, text, sizeof(text));
+	close(fd);
+	close_paren = strrchr(text, ')');
+	return close_paren != NULL && close_paren[1] == ' ' && close_paren[2] == 'Z';
+}
+
 Test(stats_file, top_on_a_running_program_then_report_after_sigkill)
 {
 	struct probe_result live, dead;
@@ -181,6 +197,14 @@ Test(stats_file, top_on_a_running_program_then_report_after_sigkill)
 
 	reader(&live, (const char *const[]){ "top", "--once", pid_text, NULL });
 	kill(pid, SIGKILL);
+	/* not waited for yet: a zombie, whose /proc entry is still there without its memory */
+	for (int waited = 0; !is_zombie(pid); waited++) {
+		cr_assert(waited < 6000, "pid %d did not become a zombie", (int)pid);
+		usleep(1000);
+	}
+	reader(&dead, (const char *const[]){ "report", pid_text, NULL });
+	cr_assert(strstr(dead.out, "ended without a normal exit") != NULL, "a zombie:\n%s",
+	          dead.out);
 	cr_assert_eq(waitpid(pid, &status, 0), pid);
 	cr_assert(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
 	cr_assert_eq(live.status, 0, "%s%s", live.out, live.err);

@@ -266,7 +266,10 @@ static int open_file(const char *path, int pid, int *fd_out, bool quiet)
 
 /* ---- the state of the process behind a file ----------------------------------- */
 
-/* /proc/PID/stat field 22; 0 when the process does not exist. */
+/*
+ * /proc/PID/stat field 22, the start time; 0 when the process does not exist
+ * or has ended (a zombie, or dying: its memory is gone, it will not run again).
+ */
 static uint64_t start_time_of(int pid)
 {
 	char path[64], buf[1024], *p;
@@ -279,8 +282,8 @@ static uint64_t start_time_of(int pid)
 	n = fread(buf, 1, sizeof(buf) - 1, f);
 	fclose(f);
 	buf[n] = '\0';
-	if ((p = strrchr(buf, ')')) == NULL)
-		return 0;
+	if ((p = strrchr(buf, ')')) == NULL || p[1] != ' ' || strchr("ZXx", p[2]) != NULL)
+		return 0; /* field 3, the state */
 	for (int field = 2; field < 22 && p != NULL; field++)
 		p = strchr(p + 1, ' ');
 	return p != NULL ? strtoull(p + 1, NULL, 10) : 0;
