@@ -249,18 +249,6 @@ static bool give_way(struct waiter *w, uint16_t ticket, uint16_t ahead)
 }
 
 /*
- * A look at the lock word, from the line.  ACQUIRE pairs with the RELEASE
- * store in ts_unlock() that serves us.  When the wait is timed (TICKET_STATS),
- * notes when: the look that finds our turn is the acquisition's time.
- */
-static uint32_t look_at_lock(struct waiter *w)
-{
-	if (w->st.begin != 0)
-		w->st.looked = ts_stats_clock();
-	return __atomic_load_n(w->lock, __ATOMIC_ACQUIRE);
-}
-
-/*
  * Waits in line until @ticket is served (SERVED, with the word read at that
  * moment in @served), or withdraws the ticket: to hold a stalled turn
  * (BORROWED), when more tickets are in line than TICKET_QUEUE allows
@@ -275,11 +263,8 @@ static enum line_result wait_in_line(struct waiter *w, uint16_t ticket, uint32_t
 	uint64_t stalled_since = 0;     /* ts_now_ns() at the first check since it moved */
 	uint32_t word;
 
-	/* Just after ts_stats_wait_begin(), its reading of the clock serves this look. */
-	if (w->st.looked == w->st.begin)
-		word = __atomic_load_n(w->lock, __ATOMIC_ACQUIRE); /* pairs as in look_at_lock() */
-	else
-		word = look_at_lock(w);
+	/* ACQUIRE pairs with the RELEASE store in ts_unlock() that serves us. */
+	word = __atomic_load_n(w->lock, __ATOMIC_ACQUIRE);
 	for (;;) {
 		uint16_t ahead = ts_tickets_between(ts_serving(word), ticket);
 		uint64_t pauses;
@@ -301,7 +286,7 @@ static enum line_result wait_in_line(struct waiter *w, uint16_t ticket, uint32_t
 				word = __atomic_load_n(w->lock, __ATOMIC_RELAXED);
 				break;
 			}
-			word = look_at_lock(w);
+			word = __atomic_load_n(w->lock, __ATOMIC_ACQUIRE);
 			continue;
 		}
 		/* From here on, either tickets are ahead of ours or our turn is lent out. */
@@ -369,7 +354,7 @@ static enum line_result wait_in_line(struct waiter *w, uint16_t ticket, uint32_t
 				 */
 				next_check = give_way(w, ticket, ahead) ? stalled
 				                                          : stalled + cfg->spin_budget;
-				word = look_at_lock(w);
+				word = __atomic_load_n(w->lock, __ATOMIC_ACQUIRE); /* pairs as above */
 				continue;
 			}
 		}
@@ -378,7 +363,7 @@ static enum line_result wait_in_line(struct waiter *w, uint16_t ticket, uint32_t
 			pauses = 1; /* a fixed factor with our turn lent out: still count time */
 		ts_pause_for(pauses);
 		stalled += pauses;
-		word = look_at_lock(w);
+		word = __atomic_load_n(w->lock, __ATOMIC_ACQUIRE); /* pairs as above */
 		w->st.polls++;
 		if (w->tune && ahead >= 2)
 			w->delay = ts_delay_after_poll(cfg, w->delay, ts_serving(word) == ticket);
@@ -522,10 +507,8 @@ void ts_lock_slow(ts_word_t *lock, uint16_t ticket, const void *caller)
 	word = __atomic_load_n(lock, __ATOMIC_RELAXED);
 	ts_misuse_check_line(lock, word, ticket, caller);
 	w.st.ahead = ts_tickets_between(ts_serving(word), ticket);
-	if (cfg->stats != NULL) {
+	if (cfg->stats != NULL)
 		ts_stats_wait_begin(&w.st, w.st.ahead == 0 && !(word & (TS_HANDOFF | TS_BORROWED)));
-		w.st.looked = w.st.begin;
-	}
 	w.entry = ts_delay_entry_claim(cfg, hash, &w.delay, &w.next_delay);
 
 	while ((result = wait_in_line(&w, ticket, &word)) != SERVED && result != BORROWED) {
@@ -540,8 +523,10 @@ void ts_lock_slow(ts_word_t *lock, uint16_t ticket, const void *caller)
 		if (result == TOOK_TURNS && !gave_place)
 			sched_yield(); /* to an outsider on our CPU, if there is one */
 		w.came_from_outside = true;
-		w.st.looked = 0; /* no look of the line serves us now: taken outside, or timed afresh */
-		w.st.at_once = false;
+		if (w.st.at_once) { /* our turn, seen at the first look, was lent out: a wait after all */
+			w.st.at_once = false;
+			w.st.begin = ts_stats_clock();
+		}
 		if (wait_outside(&w, gave_place)) {
 			result = BORROWED;
 			break;
@@ -569,10 +554,6 @@ void ts_lock_slow(ts_word_t *lock, uint16_t ticket, const void *caller)
 		/* Not only under "park": another process sharing the lock may sleep. */
 		after_served(&w, ticket, word);
 	}
-	/*
-	 * w.st.looked: the look that found our turn, or the stalled one we
-	 * borrowed; 0 when we got the lock from outside the line.
-	 */
 	if (cfg->stats != NULL)
 		ts_stats_record(lock, ticket, caller, &w.st, w.tune ? w.delay : 0);
 }

@@ -4,24 +4,26 @@
  * normal exit.  Formatting is stats_report.c's, shared with ticketspin-stats.
  *
  * What it costs, and where.  The fast paths record nothing (ticket_lock.h).
- * What a contended acquisition costs is placed where it delays no one:
- *  - on the way to the lock, one clock read when the wait begins, and one
- *    just before each later look at the lock word (ts_stats_clock(), in
- *    slowpath.c), so that the look that finds our turn carries its time.
- *    A wait whose first look already finds our turn (half the contended
- *    acquisitions at 2 threads) reads no clock at all: that look comes
- *    while the hand-over is under way, and 12 ns before it measurably cut
- *    the throughput of 2 threads (0.83 of stats off, against 0.98);
- *  - while the lock is held, a dozen plain stores into the thread's own
- *    pending record (ts_stats_record), and once in HOLD_SAMPLE_EVERY a
- *    store to the shared hold table; no clock read, but for the few
- *    acquisitions a hold sample needs the time of;
+ * What a contended acquisition costs is placed where it delays the least:
+ *  - on the way to the lock, one clock read when the wait begins, but none
+ *    when the first look already finds our turn (about half the contended
+ *    acquisitions at 2 threads): that look comes during the hand-over, and
+ *    a clock read before it cost 2 threads a tenth of their throughput;
+ *  - while the lock is held, one clock read and a dozen plain stores into
+ *    the thread's own pending record (ts_stats_record), and once in
+ *    HOLD_SAMPLE_EVERY a store to the shared hold table.  The time must be
+ *    read while holding the lock: it orders the records of all threads like
+ *    their tickets, which the totals need.  Read before the look that finds
+ *    the turn, it can come before the previous holder's (that look's load
+ *    takes a cache-line transfer), and read after the release, a preemption
+ *    can delay it past later holders': either made the totals of a 4-thread
+ *    test overcount, one run in eight or three in eight;
  *  - after the release (pthread_spin_unlock() calls ts_stats_after_unlock()
- *    when ts_stats_fold_due is set), the rest: the time of a record served
- *    at once, the hold sample, and folding the record into the per-lock
- *    aggregates (hash lookups, histograms, segments).  Done at the next
- *    wait's start instead (as it was first), it delayed that wait's first
- *    look, and cost 2 threads about a sixth of their throughput.
+ *    when ts_stats_fold_due is set), the rest: the hold sample and folding
+ *    the record into the per-lock aggregates (hash lookups, histograms,
+ *    segments).  Done at the next wait's start instead (as it was first),
+ *    it delayed that wait's first look, and cost 2 threads about a sixth of
+ *    their throughput.
  * No shared atomics: each thread claims a slot of the file once (one
  * fetch-add) and writes only there.  `make bench` measures the result.
  *
@@ -36,10 +38,8 @@
  * gap of the totals.
  *
  * Wait time: from the slow path's entry (the ticket is already drawn) to the
- * look that found our turn, every contended acquisition; none for one served
- * at its first look.  A record served at once is placed in time (for the
- * segments of the totals) by its release, which is as good: no acquisition
- * of the lock falls between its acquisition and its release.
+ * acquisition, every contended acquisition; none for one served at its
+ * first look.
  *
  * Hold time cannot be taken by the holder: unlock is a load and a store and
  * records nothing.  The waiter served next times it instead: the holder
@@ -515,11 +515,6 @@ static uint64_t hold_number(uint16_t ticket)
 	return (ticket / TS_TICKET_STEP) & 0x3fff;
 }
 
-/* Whether the acquisition with @ticket publishes or takes a hold sample. */
-static bool hold_sampled(uint16_t ticket)
-{
-	return ((hold_number(ticket) + 1) & (HOLD_SAMPLE_EVERY - 1)) <= 1;
-}
 
 /*
  * The holder of the ticket before a sampled one publishes when it was
@@ -555,7 +550,7 @@ static uint64_t hold_take(const struct ts_pending *p)
 
 	/* a borrowed turn is served under another's ticket; a sleeper's wake-up is not the holder's */
 	if ((number & (HOLD_SAMPLE_EVERY - 1)) != 0 || p->borrows != 0 || p->parks != 0 ||
-	    p->yields != 0)
+	    p->yields != 0 || p->served == 0)
 		return 0;
 	seen = __atomic_load_n(word, __ATOMIC_RELAXED);
 	if (seen >> 48 != (hash & 0xffff) ||
@@ -586,11 +581,6 @@ static void fold(struct ts_thread_slot *t)
 	/* completed as ts_stats_record() writes: readers skip it meanwhile */
 	__atomic_store_n(&p->seq, seq + 1, __ATOMIC_RELAXED);
 	__atomic_signal_fence(__ATOMIC_SEQ_CST);
-	if (p->served == 0) {
-		p->served = ts_stats_clock(); /* served at once: now orders it, and it waited none */
-		if (p->at_once)
-			p->begin = p->served;
-	}
 	p->hold = hold_take(p);
 	__atomic_store_n(&p->seq, seq + 2, __ATOMIC_RELEASE);
 	ts_slot_fold(t, seg_gap);
@@ -632,12 +622,12 @@ void ts_stats_record(const void *lock, uint16_t ticket, const void *caller,
 
 	if (__builtin_expect(t == NULL, 0) && (t = my_slot()) == NULL)
 		return;
-	if (!wait->at_once)
-		served = wait->looked != 0 ? wait->looked : ts_stats_clock();
-	else if (hold_sampled(ticket))
-		served = ts_stats_clock(); /* a hold sample needs the time of the hand-over */
-	else
-		served = 0; /* fold() takes the time once we have released the lock */
+	/*
+	 * Read while holding the lock, so that the records of all threads are
+	 * in ticket order (see the header); not for a wait of none, whose record
+	 * then has no time and takes no part in the totals or the hold samples.
+	 */
+	served = wait->at_once ? 0 : ts_stats_clock();
 	if (__builtin_expect(t->folded != t->pending.seq, 0))
 		fold(t); /* no ts_stats_wait_begin() before this one (the tests) */
 	p = &t->pending;
@@ -647,7 +637,8 @@ void ts_stats_record(const void *lock, uint16_t ticket, const void *caller,
 	__atomic_signal_fence(__ATOMIC_SEQ_CST);
 	p->lock = (uintptr_t)lock;
 	p->caller = (uintptr_t)caller;
-	p->begin = wait->at_once ? served : wait->begin;
+	p->begin = wait->begin;
+	p->at_once = wait->at_once;
 	p->served = served;
 	p->hold = 0; /* taken by fold() */
 	p->polls = wait->polls;
@@ -658,9 +649,8 @@ void ts_stats_record(const void *lock, uint16_t ticket, const void *caller,
 	p->epoch = __atomic_load_n(&init_epochs[hash >> (32 - EPOCH_BITS)], __ATOMIC_RELAXED);
 	p->ticket = ticket;
 	p->ahead = wait->ahead;
-	p->at_once = wait->at_once;
 	__atomic_store_n(&p->seq, seq + 1, __ATOMIC_RELEASE);
-	if (wait->borrows == 0)
+	if (wait->borrows == 0 && served != 0)
 		hold_publish(hash, ticket, served);
 	ts_stats_fold_due = true;
 }

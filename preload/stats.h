@@ -27,21 +27,13 @@ struct ts_wait_stats {
 	uint32_t borrows; /* stalled turns held in a descheduled waiter's place (0 or 1) */
 	uint16_t ahead;  /* tickets ahead of ours when we began to wait, holder included */
 	uint64_t begin;  /* set by ts_stats_wait_begin(): when the wait began; 0: not timed */
-	uint64_t looked; /* when the slow path last loaded the lock word; 0: not known */
 	bool at_once;    /* set by ts_stats_wait_begin(): our turn had come at the first look */
 };
 
 /* Set once when the statistics file is made: the clock is the TSC (else CLOCK_MONOTONIC). */
 extern bool ts_stats_tsc;
 
-/*
- * The statistics clock, in the unit the file's header names.  The slow path
- * reads it just before each load of the lock word while timing a wait, so
- * that the acquisition's time is known before the lock is held: a clock read
- * inside the critical section would lengthen every contended hand-over
- * (rdtsc is about 12 ns here, a hand-over at 2 threads about 40), while one
- * issued just before the load overlaps that load's cache miss.
- */
+/* The statistics clock, in the unit the file's header names. */
 static inline uint64_t ts_stats_clock(void)
 {
 	struct timespec ts;
@@ -68,14 +60,14 @@ void ts_stats_wait_begin(struct ts_wait_stats *wait, bool served_at_once);
 
 /*
  * Records one contended acquisition of @lock by the calling thread, which
- * holds it, served at @wait->looked (the look at the lock word that found
- * the turn ours), or, @wait->at_once, when it releases the lock (the time
- * only orders records: the wait is none), else now: @ticket is the ticket it was served with, @caller the return
+ * holds it (its clock reading, taken while holding the lock, orders it among
+ * every thread's records, for the totals; with @wait->at_once the wait was
+ * none): @ticket is the ticket it was served with, @caller the return
  * address of pthread_spin_lock(), @delay the thread's tuned delay for @lock
  * after this wait (fixed point, TS_DELAY_SHIFT; 0 when the delay is not
- * auto-tuned).  Cheap: a dozen stores to the thread's own slot, and one
- * in HOLD_SAMPLE_EVERY a store to a shared table; never allocates, never
- * takes a lock (after the thread's first record).
+ * auto-tuned).  Cheap: one clock read, a dozen stores to the thread's own
+ * slot, and one in HOLD_SAMPLE_EVERY a store to a shared table; never
+ * allocates, never takes a lock (after the thread's first record).
  */
 void ts_stats_record(const void *lock, uint16_t ticket, const void *caller,
                      const struct ts_wait_stats *wait, uint32_t delay);

@@ -36,7 +36,7 @@
 #include <stdint.h>
 
 #define TS_FILE_MAGIC    0x7473746174737331ull /* "1sstatst" */
-#define TS_FILE_VERSION  1u
+#define TS_FILE_VERSION  2u
 #define TS_FILE_PREFIX   "ticketspin-stats."
 
 #define TS_LOCK_SLOTS_LOG2 9
@@ -132,21 +132,22 @@ struct ts_site_rec {
 
 /*
  * The thread's latest contended acquisition, written while the lock is held
- * (the cheap part), completed and folded into the aggregates once the thread
- * has released the lock (the rest).  Readers fold it themselves when it is
- * not yet (seq != folded).  seq is odd while the record is being written.
+ * (the cheap part), folded into the aggregates once the thread has released
+ * the lock (the rest).  Readers fold it themselves when it is not yet (seq
+ * != folded).  seq is odd while the record is being written.
  */
 struct ts_pending {
 	uint64_t seq;
 	uint64_t lock, caller;
-	uint64_t begin, served; /* clock; begin 0: the wait was not timed */
+	uint64_t begin, served; /* clock; begin 0: the wait was not timed; served 0: at_once */
 	uint64_t hold;          /* a hold sample of the holder before us, clock; 0: none */
 	uint32_t polls, yields, parks, borrows;
 	uint32_t delay, epoch;
 	uint16_t ticket, ahead;
 	/*
-	 * 1: served at its first look, with no time taken on the way: begin and
-	 * served are 0 until the release, then both its time (a wait of none).
+	 * 1: served at its first look (a wait of none), with no clock read on
+	 * the way to the lock nor while holding it: counted, but no place in
+	 * time, so not among the observations behind the totals.
 	 */
 	uint32_t at_once;
 };

@@ -21,7 +21,9 @@
  * 16384 or more acquisitions pass with no contended one in between (then it
  * is short by a multiple of 16384), or a thread closes more than
  * TS_SEG_LIMIT segments.  A borrowed turn is served under another waiter's
- * ticket: it is counted apart and added to the total.  pthread_spin_init()
+ * ticket: it is counted apart and added to the total.  An acquisition served
+ * at its first look has no clock reading (stats.c): it is counted, but is no
+ * observation.  pthread_spin_init()
  * restarts a lock's tickets: each thread logs its inits, and the merge
  * restarts the count there.
  *
@@ -158,12 +160,11 @@ void ts_slot_fold(struct ts_thread_slot *t, uint64_t seg_gap)
 	}
 	/*
 	 * (a borrowed turn is served under another waiter's ticket: not one of
-	 * ours; a record with no time yet is of a thread that ended holding the
-	 * lock: its place in time is unknown)
+	 * ours; a record served at once has no time to be placed by)
 	 */
-	if (p->borrows == 0 && p->served != 0)
+	if (p->borrows == 0 && !p->at_once)
 		note_segment(t, r, p, seg_gap);
-	if (p->served != 0)
+	if (!p->at_once)
 		r->latest = p->served;
 	r->contended++;
 	r->borrows += p->borrows;
@@ -176,8 +177,8 @@ void ts_slot_fold(struct ts_thread_slot *t, uint64_t seg_gap)
 	r->delay_now = p->delay;
 	if (p->delay > r->delay_max)
 		r->delay_max = p->delay;
-	if (p->begin != 0 && p->served != 0) {
-		uint64_t wait = p->served > p->begin ? p->served - p->begin : 0;
+	if (p->begin != 0 || p->at_once) {
+		uint64_t wait = p->served > p->begin ? p->served - p->begin : 0; /* at once: 0 */
 
 		r->timed++;
 		r->wait_sum += wait;
@@ -592,6 +593,16 @@ int ts_report_read(int fd, struct ts_file_header *h, struct ts_report *report)
 	}
 	vec_free(&segs);
 	vec_free(&inits);
+	/*
+	 * A lock whose contended acquisitions were all served at once has no
+	 * observation to count from: what is known is a lower bound.
+	 */
+	for (size_t i = 0; i < merged.len; i++) {
+		struct ts_merged_lock *m = (struct ts_merged_lock *)merged.data + i;
+
+		if (m->total < m->contended)
+			m->total = m->contended;
+	}
 
 	if (sites.len > 0)
 		qsort(sites.data, sites.len, sites.elem, site_by_lock_then_caller);
