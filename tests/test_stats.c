@@ -72,7 +72,7 @@ static void record_all(int threads)
 
 static void add(int thread, const void *lock, uint64_t k, const void *caller)
 {
-	events[nevents++] = (struct event){ thread, lock, k, caller, 1, 10, 0, 0 };
+	events[nevents++] = (struct event){ thread, lock, k, caller, 1, 10, 0, 0, 0 };
 }
 
 /* The report as ts_stats_report writes it. */
