@@ -576,13 +576,17 @@ static void fold(struct ts_thread_slot *t)
 {
 	struct ts_pending *p = &t->pending;
 	uint32_t sites = t->nsites;
-	uint64_t seq = p->seq;
+	uint64_t hold = hold_take(p);
 
-	/* completed as ts_stats_record() writes: readers skip it meanwhile */
-	__atomic_store_n(&p->seq, seq + 1, __ATOMIC_RELAXED);
-	__atomic_signal_fence(__ATOMIC_SEQ_CST);
-	p->hold = hold_take(p);
-	__atomic_store_n(&p->seq, seq + 2, __ATOMIC_RELEASE);
+	if (hold != 0) {
+		uint64_t seq = p->seq;
+
+		/* rewritten as ts_stats_record() writes it: readers skip it meanwhile */
+		__atomic_store_n(&p->seq, seq + 1, __ATOMIC_RELAXED);
+		__atomic_signal_fence(__ATOMIC_SEQ_CST);
+		p->hold = hold;
+		__atomic_store_n(&p->seq, seq + 2, __ATOMIC_RELEASE);
+	}
 	ts_slot_fold(t, seg_gap);
 	if (t->nsites != sites && !module_known(t->sites[t->last_site].caller))
 		note_modules(); /* a dlopen()ed object */

@@ -60,14 +60,16 @@ void ts_stats_wait_begin(struct ts_wait_stats *wait, bool served_at_once);
 
 /*
  * Records one contended acquisition of @lock by the calling thread, which
- * holds it (its clock reading, taken while holding the lock, orders it among
- * every thread's records, for the totals; with @wait->at_once the wait was
- * none): @ticket is the ticket it was served with, @caller the return
+ * holds it.  The clock is read here, while holding the lock, since that
+ * reading orders the record among every thread's for the totals; not with
+ * @wait->at_once (a wait of none, then no observation for the totals).
+ * @ticket is the ticket it was served with, @caller the return
  * address of pthread_spin_lock(), @delay the thread's tuned delay for @lock
  * after this wait (fixed point, TS_DELAY_SHIFT; 0 when the delay is not
- * auto-tuned).  Cheap: one clock read, a dozen stores to the thread's own
- * slot, and one in HOLD_SAMPLE_EVERY a store to a shared table; never
- * allocates, never takes a lock (after the thread's first record).
+ * auto-tuned).  Cheap: at most one clock read, a dozen stores to the
+ * thread's own slot, and one in HOLD_SAMPLE_EVERY a store to a shared
+ * table; never allocates, never takes a lock (after the thread's first
+ * record).
  */
 void ts_stats_record(const void *lock, uint16_t ticket, const void *caller,
                      const struct ts_wait_stats *wait, uint32_t delay);
