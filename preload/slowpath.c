@@ -554,10 +554,8 @@ void ts_lock_slow(ts_word_t *lock, uint16_t ticket, const void *caller)
 		if (result == TOOK_TURNS && !gave_place)
 			sched_yield(); /* to an outsider on our CPU, if there is one */
 		w.came_from_outside = true;
-		if (w.st.at_once) { /* our turn, seen at the first look, was lent out: a wait after all */
-			w.st.at_once = false;
-			w.st.begin = ts_stats_clock();
-		}
+		if (w.st.at_once) /* our turn, seen at the first look, was lent out: a wait after all */
+			ts_stats_wait_begin(&w.st, false);
 		if (wait_outside(&w, gave_place)) {
 			result = BORROWED;
 			break;

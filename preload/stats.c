@@ -104,7 +104,7 @@ static dev_t file_dev;
 static ino_t file_ino;
 static uint64_t file_size;             /* under grow_lock */
 static pthread_mutex_t grow_lock = PTHREAD_MUTEX_INITIALIZER;
-bool ts_stats_tsc;
+static bool use_tsc;
 static uint64_t seg_gap;               /* TS_SEG_GAP_NS in clock units */
 
 /* TICKET_STATS=FILE: where the report goes at exit. */
@@ -139,6 +139,16 @@ static struct {
 
 #define HOLD_TIME_BITS 34
 #define HOLD_TIME_MASK ((1ull << HOLD_TIME_BITS) - 1)
+
+static inline uint64_t stats_clock(void)
+{
+	struct timespec ts;
+
+	if (__builtin_expect(use_tsc, 1))
+		return __builtin_ia32_rdtsc();
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
 
 static uint64_t monotonic_ns(void)
 {
@@ -354,7 +364,7 @@ static bool create_stats_file(const struct ts_config *cfg)
 		return false;
 	}
 	file_size = sizeof(*h);
-	ts_stats_tsc = tsc_is_invariant();
+	use_tsc = tsc_is_invariant();
 	h->version = TS_FILE_VERSION;
 	h->header_size = sizeof(*h);
 	h->slot_size = sizeof(struct ts_thread_slot);
@@ -369,11 +379,11 @@ static bool create_stats_file(const struct ts_config *cfg)
 		clock_gettime(CLOCK_REALTIME, &ts);
 		h->created_ns = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 	}
-	h->clock = ts_stats_tsc ? TS_CLOCK_TSC : TS_CLOCK_NS;
+	h->clock = use_tsc ? TS_CLOCK_TSC : TS_CLOCK_NS;
 	h->stats_top = cfg->stats_top;
 	h->delay_tuned = ts_delay_tuned(cfg);
 	h->ns0 = monotonic_ns();
-	h->tsc0 = ts_stats_clock();
+	h->tsc0 = stats_clock();
 	len = read_small_file("/proc/self/cmdline", cmdline, sizeof(cmdline));
 	for (size_t i = 0; i + 1 < len; i++)
 		if (cmdline[i] == '\0')
@@ -385,12 +395,12 @@ static bool create_stats_file(const struct ts_config *cfg)
 	header = h;
 	note_modules();
 	/* The segment gap needs the tick rate only roughly: 50 us of both clocks. */
-	if (ts_stats_tsc) {
+	if (use_tsc) {
 		uint64_t ns = h->ns0, ticks;
 
 		while ((ns = monotonic_ns()) - h->ns0 < 50000)
 			;
-		ticks = ts_stats_clock();
+		ticks = stats_clock();
 		seg_gap = (uint64_t)((double)TS_SEG_GAP_NS * (double)(ticks - h->tsc0) /
 		                     (double)(ns - h->ns0));
 	} else {
@@ -515,12 +525,11 @@ static uint64_t hold_number(uint16_t ticket)
 	return (ticket / TS_TICKET_STEP) & 0x3fff;
 }
 
-
 /*
  * The holder of the ticket before a sampled one publishes when it was
- * served: a plain store, which
- * another lock with the same entry may overwrite (a lost sample).  Inside
- * the critical section, once in HOLD_SAMPLE_EVERY contended acquisitions.
+ * served: a plain store, which another lock with the same entry may
+ * overwrite (a lost sample).  Inside the critical section, once in
+ * HOLD_SAMPLE_EVERY contended acquisitions.
  */
 static void hold_publish(uint32_t hash, uint16_t ticket, uint64_t served)
 {
@@ -543,15 +552,20 @@ static void hold_publish(uint32_t hash, uint16_t ticket, uint64_t served)
  */
 static uint64_t hold_take(const struct ts_pending *p)
 {
-	uint32_t hash = ts_lock_hash((const void *)(uintptr_t)p->lock);
 	uint64_t number = hold_number(p->ticket);
-	uint64_t *word = hold_word(hash);
+	uint32_t hash;
+	uint64_t *word;
 	uint64_t seen, held;
 
-	/* a borrowed turn is served under another's ticket; a sleeper's wake-up is not the holder's */
+	/*
+	 * A borrowed turn is served under another's ticket; a sleeper's wake-up
+	 * is not the holder's; a record served at once has no time.
+	 */
 	if ((number & (HOLD_SAMPLE_EVERY - 1)) != 0 || p->borrows != 0 || p->parks != 0 ||
-	    p->yields != 0 || p->served == 0)
+	    p->yields != 0 || p->at_once)
 		return 0;
+	hash = ts_lock_hash((const void *)(uintptr_t)p->lock);
+	word = hold_word(hash);
 	seen = __atomic_load_n(word, __ATOMIC_RELAXED);
 	if (seen >> 48 != (hash & 0xffff) ||
 	    ((seen >> HOLD_TIME_BITS) & 0x3fff) != ((number - 1) & 0x3fff))
@@ -602,7 +616,7 @@ void ts_stats_wait_begin(struct ts_wait_stats *wait, bool served_at_once)
 		return;
 	wait->at_once = served_at_once;
 	if (!served_at_once)
-		wait->begin = ts_stats_clock();
+		wait->begin = stats_clock();
 	if (t->folded != t->pending.seq)
 		fold(t); /* the lock was released by another thread: no one did it */
 }
@@ -631,7 +645,7 @@ void ts_stats_record(const void *lock, uint16_t ticket, const void *caller,
 	 * in ticket order (see the header); not for a wait of none, whose record
 	 * then has no time and takes no part in the totals or the hold samples.
 	 */
-	served = wait->at_once ? 0 : ts_stats_clock();
+	served = wait->at_once ? 0 : stats_clock();
 	if (__builtin_expect(t->folded != t->pending.seq, 0))
 		fold(t); /* no ts_stats_wait_begin() before this one (the tests) */
 	p = &t->pending;
@@ -671,7 +685,7 @@ void ts_stats_init(const void *lock)
 		t->dropped_inits++;
 		return;
 	}
-	t->inits[t->ninits] = (struct ts_init_rec){ (uintptr_t)lock, ts_stats_clock() };
+	t->inits[t->ninits] = (struct ts_init_rec){ (uintptr_t)lock, stats_clock() };
 	/* RELEASE: readers that see the count see the record. */
 	__atomic_store_n(&t->ninits, t->ninits + 1, __ATOMIC_RELEASE);
 }
@@ -756,7 +770,7 @@ __attribute__((destructor)) static void stats_at_exit(void)
 		return; /* said so at start-up */
 	if (ready) {
 		header->exit_ns = monotonic_ns();
-		header->exit_clock = ts_stats_clock();
+		header->exit_clock = stats_clock();
 	}
 	if (report_to_file) {
 		fd = reopen_ours(report_path, O_WRONLY | O_APPEND, report_dev, report_ino);

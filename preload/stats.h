@@ -17,7 +17,6 @@
 
 #include <stdbool.h>
 #include <stdint.h>
-#include <time.h>
 
 /* What one contended acquisition cost; the slow path fills it as it waits. */
 struct ts_wait_stats {
@@ -30,27 +29,14 @@ struct ts_wait_stats {
 	bool at_once;    /* set by ts_stats_wait_begin(): our turn had come at the first look */
 };
 
-/* Set once when the statistics file is made: the clock is the TSC (else CLOCK_MONOTONIC). */
-extern bool ts_stats_tsc;
-
-/* The statistics clock, in the unit the file's header names. */
-static inline uint64_t ts_stats_clock(void)
-{
-	struct timespec ts;
-
-	if (__builtin_expect(ts_stats_tsc, 1))
-		return __builtin_ia32_rdtsc();
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 /*
  * Called by the slow path when it starts waiting (ticket drawn, @wait->ahead
  * set from its first look at the lock word): notes the time in @wait->begin,
  * unless @served_at_once (that look found our turn come, as it does for about
  * half the contended acquisitions at 2 threads): then the wait is recorded as
  * none, and no clock is read at all on the way to the lock, where 12 ns
- * would delay a hand-over already under way.  Does the bookkeeping of the
+ * would delay a hand-over already under way (called again, not at once,
+ * should that turn prove lent out after all).  Does the bookkeeping of the
  * previous contended acquisition if pthread_spin_unlock() has not (the lock
  * was released by another thread).  Never takes the lock being waited for;
  * may take a private mutex and make system calls the first time a thread

@@ -23,9 +23,8 @@
  * TS_SEG_LIMIT segments.  A borrowed turn is served under another waiter's
  * ticket: it is counted apart and added to the total.  An acquisition served
  * at its first look has no clock reading (stats.c): it is counted, but is no
- * observation.  pthread_spin_init()
- * restarts a lock's tickets: each thread logs its inits, and the merge
- * restarts the count there.
+ * observation.  pthread_spin_init() restarts a lock's tickets: each thread
+ * logs its inits, and the merge restarts the count there.
  *
  * The file may be read while the process writes it: a record being updated
  * at that moment may be read half-updated (an acquisition missed or counted
