@@ -375,18 +375,18 @@ acquire:
 		ok = is_free(word);
 		t = next(word);
 		word = (word + NEXT_STEP) & WMASK;
-		drew(me, t)
+		drew(me, t);
+		w = (ok -> 0 : word)     /* old + TS_NEXT_STEP, passed to ts_lock_slow() */
 	}
 	if
 	:: ok -> ok = 0; goto critical      /* the fast path: nothing else */
 	:: else
 	fi;
 
-	/* ts_lock_slow() (slowpath.c); the misuse check's load is not modelled. */
-
-wait_in_line:
-	/* wait_in_line() (slowpath.c) */
-	load(me, w);
+	/*
+	 * ts_lock_slow() (slowpath.c), then wait_in_line(): both start from the
+	 * word the fetch-add returned; the first load comes after a backoff.
+	 */
 wil_loop:
 	if
 	:: between(serving(w), t) == 0 && !(w & (HANDOFF | BORROWED)) -> goto served
@@ -533,11 +533,11 @@ draw_again:
 		t = next(word);
 		word = (word + NEXT_STEP) & WMASK;
 		drew(me, t);
-		w = (ok -> word : 0)     /* old + TS_NEXT_STEP */
+		w = word                 /* old + TS_NEXT_STEP */
 	}
 	if
 	:: ok -> ok = 0; goto served
-	:: else -> goto wait_in_line
+	:: else -> goto wil_loop
 	fi;
 
 served:

@@ -53,7 +53,7 @@ void ts_misuse_unlock_unheld(const void *lock, uint32_t word, const void *caller
 void ts_misuse_destroy_held(const void *lock, uint32_t word, const void *caller);
 
 /*
- * @word: the lock word read after drawing @ticket.  Reports (once per lock)
+ * @word: the lock word seen after drawing @ticket.  Reports (once per lock)
  * when the tickets ahead of @ticket outnumber the threads on the system;
  * returns true if the word was judged impossible, whether reported or not.
  */
@@ -62,7 +62,7 @@ bool ts_misuse_suspect_word(const void *lock, uint32_t word, uint16_t ticket,
 
 /*
  * The slow-path hook: cheap enough to call at every entry of ts_lock_slow().
- * @word: the lock word read after drawing @ticket.  Calls
+ * @word: the lock word as drawing @ticket left it (the fetch-add's result).  Calls
  * ts_misuse_suspect_word() only when more than
  * TS_MISUSE_AHEAD_CHEAP tickets are ahead of @ticket.
  */

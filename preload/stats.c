@@ -6,9 +6,10 @@
  * What it costs, and where.  The fast paths record nothing (ticket_lock.h).
  * What a contended acquisition costs is placed where it delays the least:
  *  - on the way to the lock, one clock read when the wait begins, but none
- *    when the first look already finds our turn (about half the contended
- *    acquisitions at 2 threads): that look comes during the hand-over, and
- *    a clock read before it cost 2 threads a tenth of their throughput;
+ *    when the first look already finds our turn (at 2 threads, a fifth of
+ *    the contended acquisitions with no work between them, two thirds with
+ *    100 iterations): that look comes during the hand-over, and a clock read
+ *    before it cost 2 threads a tenth of their throughput;
  *  - while the lock is held, one clock read and a dozen plain stores into
  *    the thread's own pending record (ts_stats_record), and once in
  *    HOLD_SAMPLE_EVERY a store to the shared hold table.  The time must be
@@ -37,9 +38,9 @@
  * report is made; the 50 us estimate made at creation only sets the segment
  * gap of the totals.
  *
- * Wait time: from the slow path's entry (the ticket is already drawn) to the
- * acquisition, every contended acquisition; none for one served at its
- * first look.
+ * Wait time: from the slow path's first look at the lock (one backoff after
+ * the ticket is drawn, see wait_in_line()) to the acquisition, every
+ * contended acquisition; none for one served at that first look.
  *
  * Hold time cannot be taken by the holder: unlock is a load and a store and
  * records nothing.  The waiter served next times it instead: the holder

@@ -30,10 +30,10 @@ struct ts_wait_stats {
 };
 
 /*
- * Called by the slow path when it starts waiting (ticket drawn, @wait->ahead
- * set from its first look at the lock word): notes the time in @wait->begin,
- * unless @served_at_once (that look found our turn come, as it does for about
- * half the contended acquisitions at 2 threads): then the wait is recorded as
+ * Called by the slow path at its first look at the lock word after drawing a
+ * ticket (one backoff after the draw; @wait->ahead set from the word the draw
+ * returned): notes the time in @wait->begin, unless @served_at_once (that
+ * look found our turn come): then the wait is recorded as
  * none, and no clock is read at all on the way to the lock, where 12 ns
  * would delay a hand-over already under way (called again, not at once,
  * should that turn prove lent out after all).  Does the bookkeeping of the

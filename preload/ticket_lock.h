@@ -89,10 +89,12 @@ static inline ts_half_t *ts_serving_half(ts_word_t *lock)
 }
 
 /*
- * Out of line (slowpath.c): wait until @ticket is served; acquire ordering.
+ * Out of line (slowpath.c): wait until the ticket in @drawn's "next" half is
+ * served; acquire ordering.  @drawn is the word our fetch-add returned: the
+ * slow path starts from it rather than loading the word again at once.
  * @caller is the return address of pthread_spin_lock(), for reports.
  */
-void ts_lock_slow(ts_word_t *lock, uint16_t ticket, const void *caller);
+void ts_lock_slow(ts_word_t *lock, uint32_t drawn, const void *caller);
 
 static inline void ts_lock(ts_word_t *lock, const void *caller)
 {
@@ -105,7 +107,7 @@ static inline void ts_lock(ts_word_t *lock, const void *caller)
 
 	if (__builtin_expect(ts_word_is_free(old), 1))
 		return;
-	ts_lock_slow(lock, ts_next(old), caller);
+	ts_lock_slow(lock, old, caller);
 }
 
 /* Returns true when the lock was taken; never waits, never leaves a ticket. */
