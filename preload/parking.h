@@ -82,7 +82,8 @@ uint32_t ts_outsiders(uint32_t hash);
  * last stall.  Lending mode costs every hand-over a claim, and beside
  * CPU-bound processes a waiter loses its CPU every few milliseconds: kept
  * for 100 ms after each stall, lending mode never went off there, and 2
- * threads ran at 0.80x glibc (0.91x with 4 ms).
+ * threads ran at 0.74x to 0.85x glibc (0.84x to 0.97x with 4 ms; two
+ * series of 9 runs, work 100, one CPU-bound process per CPU).
  */
 #define TS_STALL_MEMORY_MS 4
 void ts_note_stall(void);
