@@ -266,22 +266,23 @@ static bool give_way(struct waiter *w, uint16_t ticket, uint16_t ahead)
 	return true;
 }
 
-/*
- * TICKET_STATS: the first look after drawing a ticket starts the wait's
- * timing, or finds our turn come and reads no clock (ts_stats_wait_begin()).
- */
-static void stats_first_look(struct waiter *w, uint16_t ticket, uint32_t word)
+/* @word serves @ticket, and the lock is ours: no turn to claim, none lent out. */
+static bool served_outright(uint32_t word, uint16_t ticket)
 {
-	w->stats_look_due = false;
-	ts_stats_wait_begin(&w->st, ts_tickets_between(ts_serving(word), ticket) == 0 &&
-	                                    !(word & (TS_HANDOFF | TS_BORROWED)));
+	return ts_tickets_between(ts_serving(word), ticket) == 0 &&
+	       !(word & (TS_HANDOFF | TS_BORROWED));
 }
 
-/* TICKET_STATS: no look found our turn at once; the wait is timed from now. */
-static void stats_time_from_now(struct waiter *w)
+/*
+ * TICKET_STATS: the wait's timing starts, at the first look after drawing a
+ * ticket, or earlier when we are out of line or served before any look;
+ * @served_at_once: that look found our turn come (no clock is read then, see
+ * ts_stats_wait_begin()).
+ */
+static void stats_wait_begins(struct waiter *w, bool served_at_once)
 {
 	w->stats_look_due = false;
-	ts_stats_wait_begin(&w->st, false);
+	ts_stats_wait_begin(&w->st, served_at_once);
 }
 
 /*
@@ -318,7 +319,7 @@ static enum line_result wait_in_line(struct waiter *w, uint16_t ticket, uint32_t
 		uint16_t ahead = ts_tickets_between(ts_serving(word), ticket);
 		uint64_t pauses;
 
-		if (ahead == 0 && !(word & (TS_HANDOFF | TS_BORROWED)))
+		if (served_outright(word, ticket))
 			break;
 		if (ahead == 0 && (word & TS_HANDOFF)) {
 			/*
@@ -415,7 +416,7 @@ static enum line_result wait_in_line(struct waiter *w, uint16_t ticket, uint32_t
 		word = __atomic_load_n(w->lock, __ATOMIC_ACQUIRE); /* pairs as above */
 		w->st.polls++;
 		if (__builtin_expect(w->stats_look_due, 0))
-			stats_first_look(w, ticket, word);
+			stats_wait_begins(w, served_outright(word, ticket));
 		if (w->tune && ahead >= 2)
 			w->delay = ts_delay_after_poll(cfg, w->delay, ts_serving(word) == ticket);
 		else if (ahead == 1 && cfg->delay_mode == TS_DELAY_AUTO)
@@ -598,7 +599,7 @@ void ts_lock_slow(ts_word_t *lock, uint32_t drawn, const void *caller)
 			sched_yield(); /* to an outsider on our CPU, if there is one */
 		w.came_from_outside = true;
 		if (w.stats_look_due) /* out of line before the first look: timed from here */
-			stats_time_from_now(&w);
+			stats_wait_begins(&w, false);
 		if (wait_outside(&w, gave_place)) {
 			result = BORROWED;
 			break;
@@ -611,7 +612,7 @@ void ts_lock_slow(ts_word_t *lock, uint32_t drawn, const void *caller)
 			break;
 	}
 	if (w.stats_look_due) /* served or lent a turn before the first look */
-		stats_time_from_now(&w);
+		stats_wait_begins(&w, false);
 
 	w.entry->tag = hash;
 	if (w.tune) {

@@ -30,15 +30,15 @@ struct ts_wait_stats {
 };
 
 /*
- * Called by the slow path at its first look at the lock word after drawing a
- * ticket (one backoff after the draw; @wait->ahead set from the word the draw
- * returned): notes the time in @wait->begin, unless @served_at_once (that
- * look found our turn come): then the wait is recorded as
- * none, and no clock is read at all on the way to the lock, where 12 ns
- * would delay a hand-over already under way (called again, not at once,
- * should that turn prove lent out after all).  Does the bookkeeping of the
- * previous contended acquisition if pthread_spin_unlock() has not (the lock
- * was released by another thread).  Never takes the lock being waited for;
+ * Called once per contended acquisition by the slow path, at its first look
+ * at the lock word after drawing a ticket (one backoff after the draw;
+ * @wait->ahead set from the word the draw returned), or before it if the
+ * waiter leaves the line or is served without a look: notes the time in
+ * @wait->begin, unless @served_at_once (that look found our turn come): then
+ * the wait is recorded as none, and no clock is read at all on the way to
+ * the lock, where 12 ns would delay a hand-over already under way.  Does the
+ * bookkeeping of the previous contended acquisition if pthread_spin_unlock()
+ * has not (the lock was released by another thread).  Never takes the lock being waited for;
  * may take a private mutex and make system calls the first time a thread
  * records.
  */
