@@ -22,20 +22,11 @@
 #define TS_NEXT_GROWTH 2
 #endif
 
-/*
- * One entry of a thread's delay table.  The table is indexed by a hash of the
- * lock address; the entry also carries what the waiting machinery remembers
- * of the same lock for the same thread (taking turns, lending), so one lookup
- * per contended acquisition serves both.
- */
+/* One entry of a thread's delay table, indexed by a hash of the lock address. */
 struct ts_delay_entry {
 	uint32_t tag;       /* ts_lock_hash() of the owning lock, 0 when unused */
 	uint32_t delay;     /* fixed point, TS_DELAY_SHIFT fractional bits */
-	uint32_t next_delay; /* the same, between two looks of the next in line (auto) */
-	uint16_t streak;    /* acquisitions since we last stepped out of line */
-	uint16_t crowded;   /* acquisitions left in which to take turns with outsiders */
-	uint16_t lent_turn; /* "serving" | 1 of the turn we last borrowed, 0: none */
-	uint16_t reborrows; /* borrows of that same turn in a row */
+	uint32_t next_delay; /* the same, between two looks of the head of the queue (auto) */
 };
 
 /* The 32-bit hash of a lock address; never 0, which marks an unused entry. */

@@ -71,12 +71,6 @@ static bool should_report(const void *lock, enum ts_misuse_kind kind, uint64_t *
 	return first_report(lock, kind) && ts_rate_allows(&misuse_rate, skipped);
 }
 
-/* Tickets as counted by people: halves advance by two. */
-static unsigned ticket_no(uint16_t half)
-{
-	return half / TS_TICKET_STEP;
-}
-
 void ts_misuse_unlock_unheld(const void *lock, uint32_t word, const void *caller)
 {
 	char where[160], from[160], note[96];
@@ -97,7 +91,7 @@ void ts_misuse_destroy_held(const void *lock, uint32_t word, const void *caller)
 {
 	char where[160], from[160], note[96];
 	uint64_t skipped;
-	unsigned waiting = ts_tickets_between(ts_serving(word), ts_next(word)) - 1u;
+	unsigned waiting = ts_queued(word);
 
 	if (!should_report(lock, TS_MISUSE_DESTROY_HELD, &skipped))
 		return;
@@ -153,11 +147,11 @@ static uint32_t system_threads(void)
 	return count;
 }
 
-bool ts_misuse_suspect_word(const void *lock, uint32_t word, uint16_t ticket,
+bool ts_misuse_suspect_word(const void *lock, uint32_t word, uint8_t ticket,
                             const void *caller)
 {
 	char where[160], from[160], note[96];
-	unsigned ahead = ts_tickets_between(ts_serving(word), ticket);
+	unsigned ahead = ts_tickets_between(ts_head(word), ticket);
 	uint32_t threads;
 	uint64_t skipped;
 
@@ -178,11 +172,11 @@ bool ts_misuse_suspect_word(const void *lock, uint32_t word, uint16_t ticket,
 	ts_describe_address(from, sizeof(from), caller);
 	ts_suppressed_note(note, sizeof(note), skipped);
 	ts_log("misuse: pthread_spin_lock(%s) called from %s: word 0x%08x is not a valid ticket "
-	       "lock: %u tickets ahead of ours (serving %u, ours %u) but only %u threads on the "
+	       "lock: %u tickets ahead of ours (head %u, ours %u) but only %u threads on the "
 	       "system; not initialised with pthread_spin_init, overwritten, or written by "
 	       "another lock implementation?  Waiting in line anyway, possibly forever "
 	       "(reported once per lock)%s",
-	       where, from, word, ahead, ticket_no(ts_serving(word)), ticket_no(ticket),
+	       where, from, word, ahead, ts_head(word), ticket,
 	       threads, note);
 	return true;
 }

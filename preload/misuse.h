@@ -57,7 +57,7 @@ void ts_misuse_destroy_held(const void *lock, uint32_t word, const void *caller)
  * when the tickets ahead of @ticket outnumber the threads on the system;
  * returns true if the word was judged impossible, whether reported or not.
  */
-bool ts_misuse_suspect_word(const void *lock, uint32_t word, uint16_t ticket,
+bool ts_misuse_suspect_word(const void *lock, uint32_t word, uint8_t ticket,
                             const void *caller);
 
 /*
@@ -66,10 +66,10 @@ bool ts_misuse_suspect_word(const void *lock, uint32_t word, uint16_t ticket,
  * ts_misuse_suspect_word() only when more than
  * TS_MISUSE_AHEAD_CHEAP tickets are ahead of @ticket.
  */
-static inline void ts_misuse_check_line(ts_word_t *lock, uint32_t word, uint16_t ticket,
+static inline void ts_misuse_check_line(ts_word_t *lock, uint32_t word, uint8_t ticket,
                                         const void *caller)
 {
-	if (__builtin_expect(ts_tickets_between(ts_serving(word), ticket) > TS_MISUSE_AHEAD_CHEAP, 0))
+	if (__builtin_expect(ts_tickets_between(ts_head(word), ticket) > TS_MISUSE_AHEAD_CHEAP, 0))
 		(void)ts_misuse_suspect_word(lock, word, ticket, caller);
 }
 

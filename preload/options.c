@@ -157,27 +157,33 @@ static bool parse_spin(const char *raw, struct ts_config *cfg)
 	return true;
 }
 
+/*
+ * TICKET_QUEUE=0 asks for strict FIFO (as TICKET_BYPASS=0 does); otherwise
+ * the most threads in the queue at once, the others waiting outside it.
+ */
 static bool parse_queue(const char *raw, struct ts_config *cfg)
 {
 	long value;
 
-	if (!parse_long(raw, 0, TS_MAX_WAITERS, &value) || value == 1)
+	if (!parse_long(raw, 0, TS_QUEUE_CAPACITY, &value) || value == 1)
 		return false;
-	cfg->queue_max = (uint32_t)value;
+	if (value == 0)
+		cfg->bypass_max = 0;
+	else
+		cfg->queue_capacity = (uint32_t)value;
 	return true;
 }
 
-/* CPUs this process may run on: more tickets in line than that cannot all be
- * running, so the ones behind would only wait on descheduled threads. */
-static uint32_t default_queue_max(void)
+static bool parse_bypass(const char *raw, struct ts_config *cfg)
 {
-	cpu_set_t set;
-	int cpus;
+	long value;
 
-	if (sched_getaffinity(0, sizeof(set), &set) != 0)
-		return 2;
-	cpus = CPU_COUNT(&set);
-	return cpus < 2 ? 2 : (uint32_t)cpus;
+	/* Parsed after TICKET_QUEUE: TICKET_QUEUE=0 wins (see the table's order). */
+	if (!parse_long(raw, 0, TS_BYPASS_MAX, &value))
+		return false;
+	if (cfg->bypass_max != 0)
+		cfg->bypass_max = (uint32_t)value;
+	return true;
 }
 
 static bool parse_stall_ms(const char *raw, struct ts_config *cfg)
@@ -244,7 +250,8 @@ static const struct ts_option options[] = {
 	{ "TICKET_DELAY_HASH_BITS", "an integer 0..6", parse_hash_bits },
 	{ "TICKET_WAIT", "spin, yield or park", parse_wait },
 	{ "TICKET_SPIN", "an integer 1..100000000", parse_spin },
-	{ "TICKET_QUEUE", "0 (no bound) or an integer 2..16383", parse_queue },
+	{ "TICKET_QUEUE", "0 (strict FIFO) or an integer 2..127", parse_queue },
+	{ "TICKET_BYPASS", "0 (strict FIFO) or an integer 1..63", parse_bypass },
 	{ "TICKET_STALL_MS", "0 (off) or milliseconds 1..86400000", parse_stall_ms },
 	{ "TICKET_STATS", "0, 1 (stderr) or a file name", parse_stats },
 	{ "TICKET_STATS_TOP", "an integer 1..1000000", parse_stats_top },
@@ -262,6 +269,8 @@ static const struct ts_config defaults = {
 	.hash_bits = 6,
 	.wait = TS_WAIT_PARK,
 	.spin_budget = 2000,
+	.bypass_max = TS_BYPASS_MAX,
+	.queue_capacity = TS_QUEUE_CAPACITY,
 	.stall_ms = 1000,
 	.stats = NULL,
 	.stats_top = 20,
@@ -306,7 +315,6 @@ unsigned ts_config_parse(struct ts_config *out)
 	size_t i;
 
 	*out = defaults;
-	out->queue_max = default_queue_max();
 	if (getauxval(AT_SECURE) != 0) {
 		if (any_ticket_variable())
 			ts_log("set-user-ID or otherwise secure process (AT_SECURE): ignoring every "
@@ -345,10 +353,10 @@ static void report(const struct ts_config *cfg)
 	if (cfg->delay_mode == TS_DELAY_FIXED)
 		snprintf(fixed, sizeof(fixed), " factor=%u", cfg->delay_factor);
 	ts_log("delay=%s%s min=%u max=%u table=%s hash_bits=%u wait=%s spin=%u "
-	       "queue=%u stall_ms=%u stats=%s stats_top=%u strict=%d",
+	       "bypass=%u queue=%u stall_ms=%u stats=%s stats_top=%u strict=%d",
 	       delay_mode_name(cfg), fixed, cfg->delay_min, cfg->delay_max,
 	       cfg->table == TS_TABLE_HASHED ? "hashed" : "single", cfg->hash_bits,
-	       wait_name(cfg->wait), cfg->spin_budget, cfg->queue_max, cfg->stall_ms,
+	       wait_name(cfg->wait), cfg->spin_budget, cfg->bypass_max, cfg->queue_capacity, cfg->stall_ms,
 	       cfg->stats == NULL ? "off" : cfg->stats[0] == '\0' ? "stderr" : cfg->stats,
 	       cfg->stats_top, cfg->strict);
 }

@@ -41,7 +41,8 @@ struct ts_config {
 	unsigned hash_bits;      /* TS_TABLE_HASHED: 2^hash_bits entries */
 	enum ts_wait_policy wait;
 	uint32_t spin_budget;    /* pauses without progress before yielding/parking */
-	uint32_t queue_max;      /* most tickets in line before the tail steps out; 0: no bound */
+	uint32_t bypass_max;     /* most steals past a watching head; 0: strict FIFO */
+	uint32_t queue_capacity; /* most tickets in the queue; more wait outside */
 	uint32_t stall_ms;       /* report a wait longer than this (stall.c); 0: never */
 	const char *stats;       /* NULL (off), "" (stderr) or a file name */
 	uint32_t stats_top;

@@ -1,55 +1,39 @@
 /*
  * parking.c - where waiters sleep and who wakes them.
  *
- * A user-space ticket lock must survive threads that are not running: the
- * holder, or the waiter whose turn comes next, may have lost its CPU to
- * another thread of ours or to another process.  The kernel never meets this
- * (it spins with preemption off).  What we chose, and why:
+ * Who sleeps (slowpath.c decides): waiters behind the head of the queue
+ * while the lock is saturated, so that the threads that circulate are the
+ * holder and the head; the head when the holder keeps the lock for long (or
+ * has lost its CPU); and threads waiting for room outside a full queue.
  *
- *  - Every waiter spins first (TICKET_SPIN pauses without progress), then
- *    sleeps on a futex.  Sleeping, not yielding: under load from other
- *    processes sched_yield() hands the CPU to them for a whole slice and
- *    brings us back on their schedule, not when our turn comes; a sleeper is
- *    woken when it matters and the scheduler favours a waking thread.  A
- *    waiter that sleeps costs nothing while the line does not move, which is
- *    what "bounded waste" asks of a lock preloaded into a busy server.
+ * Where.  The lock word changes with every acquisition while threads steal,
+ * so a futex on it would rarely find the value it expects: waiters of a
+ * private lock sleep on a sequence word in a per-process table, indexed by
+ * the lock's hash, each on its own futex bit (ticket mod 32), so a wake-up
+ * reaches the waiter it is meant for.  A lock initialised
+ * PTHREAD_PROCESS_SHARED (TS_SHARED) has waiters in other processes, which
+ * this table does not reach: they sleep on the lock word itself, with the
+ * shared futex, and no one steals such a lock (slowpath.c), so the word
+ * changes only when the lock changes hands.
  *
- *  - Who wakes whom.  Unlock must stay a load and a store in the common case,
- *    so a wake-up is never its job unless a flag in the word sends it out of
- *    line.  Waiters two or more from the front are woken by the waiter served
- *    just before them (the successor chain: it has a whole critical section
- *    to get back on a CPU).  The next in line has no one ahead of it but the
- *    holder, so it sets TS_SLEEPERS before sleeping and the unlock that sees
- *    the flag wakes it.  Outsiders (threads that left a full line) sleep on a
- *    per-process table, not on the lock word, which changes with every
- *    acquisition; a thread taking turns wakes the one that has slept
- *    longest, and so does an outsider that got in and finds no one behind it
- *    (the line has room: outsiders then come in one after another).
+ * Who wakes whom.  Unlock stays a load and a store unless a request in the
+ * lock byte sends it out of line: TS_WAKE_HEAD (set by the head before it
+ * sleeps) and TS_WAKE_NEXT (set by a waiter that took the lock from the head
+ * of the queue while TS_SLEEPERS said the next one may sleep).  The wake-up
+ * then comes after the release, outside the critical section.
  *
- *  - Every sleep is bounded (TS_NAP_FIRST_NS, doubling to TS_NAP_MAX_NS),
- *    because some wake-ups can be missed by design (model/ checks which):
- *    an unlock that read the word just before the next in line set
- *    TS_SLEEPERS, and whose store becomes visible only after the sleeper's
- *    futex check (still in the store buffer, or the unlocking thread
- *    interrupted between its load and its store); a thread that took turns
- *    sleeps without looking, and the outsider it woke may count the sleepers
- *    before it does; outsiders that find the line empty with no one to pass
- *    the room on; and any wake-up between processes sharing a lock, for
- *    outsiders, whose table is per process.  Making unlock a locked
- *    instruction would close the first and cost every uncontended unlock;
- *    the last needs state beyond the four bytes.  A missed wake-up costs at
- *    most the nap the sleeper was in.  A timed-out sleep
- *    only looks at the word and sleeps again, for twice as long: a thousand
- *    outsiders waiting for a lock that does not come free cost a few thousand
- *    wake-ups a second in all, not a storm of spinning.
- *
- *  - Lending mode (TS_LENDING, slowpath.c) is switched on by a stall and kept
- *    while stalls keep coming: this file remembers the last one, per process.
- *
- * Futex calls on the lock word use the shared (not _PRIVATE) form, so waiters
- * in other processes are woken too: four bytes do not tell us whether the
- * lock was initialised PTHREAD_PROCESS_SHARED.  Each ticket sleeps on its own
- * futex bit (ticket mod 32), so a wake reaches the waiter it is meant for.
+ * Why no lost wake-up, mostly.  A waiter behind the head sets TS_SLEEPERS
+ * with a full barrier after reading the table's sequence word, and sleeps
+ * only if the word that barrier returned says it is not the head; the waiter
+ * that makes it the head does so with a read-modify-write of the same word,
+ * so it either sees TS_SLEEPERS (and its unlock bumps the sequence word and
+ * wakes us: we then find the sequence changed, or are asleep and get the
+ * wake-up) or came first (and we do not sleep).  The head's own sleep has a
+ * window: an unlock that loaded the lock byte before the head set
+ * TS_WAKE_HEAD, and stores 0 after, wakes no one (making unlock a locked
+ * instruction would close it and cost every uncontended unlock).  So every
+ * sleep is bounded (TS_NAP_FIRST_NS, doubling to TS_NAP_MAX_NS while nothing
+ * changes), and a missed wake-up costs at most the nap.
  */
 #include "parking.h"
 
@@ -80,9 +64,27 @@ uint64_t ts_now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-static uint32_t ticket_bit(uint16_t ticket)
+/*
+ * The table: per hash slot, the sequence word the queue's sleepers wait on
+ * and the one outsiders wait on.  Locks that hash alike share a slot: a
+ * wake-up may then reach a sleeper of another lock, which looks and sleeps
+ * again.
+ */
+#define PARKING_BITS 6
+
+static struct parking_slot {
+	uint32_t seq;         /* bumped by each wake-up of a queue's waiter */
+	uint32_t outside_seq; /* bumped by each wake-up of the outsiders */
+} __attribute__((aligned(64))) parking[1u << PARKING_BITS];
+
+static struct parking_slot *slot_of(uint32_t hash)
 {
-	return 1u << ((ticket / TS_TICKET_STEP) & 31);
+	return &parking[hash >> (32 - PARKING_BITS)];
+}
+
+static uint32_t ticket_bit(uint8_t ticket)
+{
+	return 1u << (ticket & 31);
 }
 
 static enum ts_sleep sleep_result(long rc)
@@ -96,117 +98,89 @@ static enum ts_sleep sleep_result(long rc)
 	return TS_SLEEP_TIMEOUT;
 }
 
-enum ts_sleep ts_sleep_in_line(ts_word_t *lock, uint16_t ticket, bool next_in_line,
-                               uint64_t nap_ns)
+/* FUTEX_WAIT_BITSET on @futex while it holds @value, until @nap_ns from now. */
+static enum ts_sleep futex_sleep(uint32_t *futex, bool shared, uint32_t value, uint8_t ticket,
+                                 uint64_t nap_ns)
 {
+	/* FUTEX_WAIT_BITSET takes an absolute CLOCK_MONOTONIC deadline. */
+	uint64_t at = ts_now_ns() + nap_ns;
+	struct timespec deadline = { (time_t)(at / 1000000000ull), (long)(at % 1000000000ull) };
+	int op = shared ? FUTEX_WAIT_BITSET : FUTEX_WAIT_BITSET_PRIVATE;
+
+	return sleep_result(syscall(SYS_futex, futex, op, value, &deadline, NULL, ticket_bit(ticket)));
+}
+
+enum ts_sleep ts_sleep_in_queue(ts_word_t *lock, uint32_t hash, uint8_t ticket, uint64_t nap_ns)
+{
+	struct parking_slot *slot = slot_of(hash);
+	/* ACQUIRE, and before the fetch-or: see "Why no lost wake-up". */
+	uint32_t seq = __atomic_load_n(&slot->seq, __ATOMIC_ACQUIRE);
 	/*
-	 * SEQ_CST fetch-or: ordered against the unlock store or the acquiring
-	 * load of whoever must wake us (see slowpath.c, "Why no lost wake-up").
+	 * SEQ_CST: ordered against the compare-and-swap that makes us the head
+	 * (slowpath.c, take_as_head()), which reads TS_SLEEPERS.
 	 */
 	uint32_t word = __atomic_fetch_or(lock, TS_SLEEPERS, __ATOMIC_SEQ_CST) | TS_SLEEPERS;
-	uint16_t ahead = ts_tickets_between(ts_serving(word), ticket);
-	bool turn_lent = ahead == 0 && (word & TS_BORROWED);
-	struct timespec deadline;
-	uint64_t at;
-	long rc;
 
-	if (next_in_line ? (ahead == 0 && !turn_lent) : ahead < 2)
+	if (ts_head(word) == ticket)
 		return TS_SLEEP_SKIPPED;
-	/* FUTEX_WAIT_BITSET takes an absolute CLOCK_MONOTONIC deadline. */
-	at = ts_now_ns() + nap_ns;
-	deadline.tv_sec = (time_t)(at / 1000000000ull);
-	deadline.tv_nsec = (long)(at % 1000000000ull);
-	rc = syscall(SYS_futex, lock, FUTEX_WAIT_BITSET, word, &deadline, NULL, ticket_bit(ticket));
-	return sleep_result(rc);
+	if (word & TS_SHARED)
+		return futex_sleep(lock, true, word, ticket, nap_ns);
+	return futex_sleep(&slot->seq, false, seq, ticket, nap_ns);
 }
 
-void ts_wake_ticket(ts_word_t *lock, uint16_t ticket)
-{
-	syscall(SYS_futex, lock, FUTEX_WAKE_BITSET, INT_MAX, NULL, NULL, ticket_bit(ticket));
-}
-
-/*
- * The outsiders' table: sequence words hashed by lock, shared by the locks
- * that hash alike (a wake may then reach a sleeper of another lock, which
- * looks, and sleeps again).  Private to the process.
- */
-#define PARKING_BITS 6
-
-static struct parking_slot {
-	uint32_t seq;      /* bumped by each wake */
-	uint32_t sleepers; /* threads asleep, or about to be */
-} __attribute__((aligned(64))) parking[1u << PARKING_BITS];
-
-static struct parking_slot *slot_of(uint32_t hash)
-{
-	return &parking[hash >> (32 - PARKING_BITS)];
-}
-
-enum ts_sleep ts_sleep_outside(ts_word_t *lock, uint32_t hash, uint32_t queue_max,
-                               bool only_if_full, uint64_t nap_ns)
+enum ts_sleep ts_sleep_as_head(ts_word_t *lock, uint32_t hash, uint8_t ticket, uint64_t nap_ns)
 {
 	struct parking_slot *slot = slot_of(hash);
 	uint32_t seq = __atomic_load_n(&slot->seq, __ATOMIC_ACQUIRE);
-	enum ts_sleep how = TS_SLEEP_SKIPPED;
-	uint32_t word;
+	uint32_t word = __atomic_load_n(lock, __ATOMIC_RELAXED);
+	uint32_t asleep;
 
-	/*
-	 * SEQ_CST: ordered before the word's re-check, against the waker, which
-	 * changes the word (serves a waiter) before it reads the count.
-	 */
-	__atomic_fetch_add(&slot->sleepers, 1, __ATOMIC_SEQ_CST);
-	word = __atomic_load_n(lock, __ATOMIC_SEQ_CST);
-	if (!only_if_full || ts_tickets_between(ts_serving(word), ts_next(word)) >= queue_max) {
-		struct timespec nap = { (time_t)(nap_ns / 1000000000ull),
-			                (long)(nap_ns % 1000000000ull) };
-
-		how = sleep_result(syscall(SYS_futex, &slot->seq, FUTEX_WAIT_PRIVATE, seq, &nap,
-		                           NULL, 0));
-	}
-	__atomic_fetch_sub(&slot->sleepers, 1, __ATOMIC_RELAXED);
-	return how;
+	do {
+		if (ts_head(word) != ticket || ts_lock_byte(word) == 0)
+			return TS_SLEEP_SKIPPED;
+		asleep = (word | TS_WAKE_HEAD) & ~(TS_WATCHING | TS_BYPASS_MASK);
+		/* SEQ_CST: ordered against the unlock's load (see "Why no lost wake-up"). */
+	} while (!__atomic_compare_exchange_n(lock, &word, asleep, false, __ATOMIC_SEQ_CST,
+	                                      __ATOMIC_RELAXED));
+	if (asleep & TS_SHARED)
+		return futex_sleep(lock, true, asleep, ticket, nap_ns);
+	/* An unlock whose store landed since: it may have missed the request. */
+	if (ts_lock_byte(__atomic_load_n(lock, __ATOMIC_SEQ_CST)) == 0)
+		return TS_SLEEP_SKIPPED;
+	return futex_sleep(&slot->seq, false, seq, ticket, nap_ns);
 }
 
-uint32_t ts_outsiders(uint32_t hash)
+void ts_wake_ticket(ts_word_t *lock, uint32_t hash, uint32_t word, uint8_t ticket)
 {
-	return __atomic_load_n(&slot_of(hash)->sleepers, __ATOMIC_SEQ_CST);
+	if (word & TS_SHARED) {
+		syscall(SYS_futex, lock, FUTEX_WAKE_BITSET, INT_MAX, NULL, NULL, ticket_bit(ticket));
+	} else {
+		struct parking_slot *slot = slot_of(hash);
+
+		/* SEQ_CST: after the word's change that ended the sleep's condition. */
+		__atomic_fetch_add(&slot->seq, 1, __ATOMIC_SEQ_CST);
+		syscall(SYS_futex, &slot->seq, FUTEX_WAKE_BITSET_PRIVATE, INT_MAX, NULL, NULL,
+		        ticket_bit(ticket));
+	}
 }
 
-bool ts_wake_outsider(uint32_t hash)
+enum ts_sleep ts_sleep_outside(ts_word_t *lock, uint32_t hash, uint64_t nap_ns)
+{
+	struct parking_slot *slot = slot_of(hash);
+	uint32_t seq = __atomic_load_n(&slot->outside_seq, __ATOMIC_SEQ_CST);
+	struct timespec nap = { (time_t)(nap_ns / 1000000000ull), (long)(nap_ns % 1000000000ull) };
+
+	/* Room appeared since we looked: no sleep.  (SEQ_CST: against the waker's bump.) */
+	if (ts_queued(__atomic_load_n(lock, __ATOMIC_SEQ_CST)) < TS_QUEUE_CAPACITY)
+		return TS_SLEEP_SKIPPED;
+	return sleep_result(syscall(SYS_futex, &slot->outside_seq, FUTEX_WAIT_PRIVATE, seq, &nap,
+	                            NULL, 0));
+}
+
+void ts_wake_outside(uint32_t hash)
 {
 	struct parking_slot *slot = slot_of(hash);
 
-	if (__atomic_load_n(&slot->sleepers, __ATOMIC_SEQ_CST) == 0)
-		return false;
-	__atomic_fetch_add(&slot->seq, 1, __ATOMIC_SEQ_CST);
-	syscall(SYS_futex, &slot->seq, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
-	return true;
-}
-
-/*
- * The last stall, in coarse milliseconds.  Written only when a waiter sees a
- * stall (rarely, and only when it changes), read when lending mode might be
- * switched off: the cache line stays shared.
- */
-static uint64_t last_stall_ms;
-
-static uint64_t coarse_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
-	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
-}
-
-void ts_note_stall(void)
-{
-	uint64_t now = coarse_ms();
-
-	if (__atomic_load_n(&last_stall_ms, __ATOMIC_RELAXED) != now)
-		__atomic_store_n(&last_stall_ms, now, __ATOMIC_RELAXED);
-}
-
-bool ts_stalled_recently(void)
-{
-	return coarse_ms() - __atomic_load_n(&last_stall_ms, __ATOMIC_RELAXED) < TS_STALL_MEMORY_MS;
+	__atomic_fetch_add(&slot->outside_seq, 1, __ATOMIC_SEQ_CST);
+	syscall(SYS_futex, &slot->outside_seq, FUTEX_WAKE_PRIVATE, INT_MAX, NULL, NULL, 0);
 }

@@ -1,7 +1,6 @@
 /*
- * parking.h - where waiters sleep, who wakes them, and how long a stall is
- * remembered (parking.c).  The line protocol (slowpath.c) decides when to
- * sleep; this file only knows how.
+ * parking.h - where waiters sleep and who wakes them (parking.c).  The
+ * protocol (slowpath.c) decides when to sleep; this file only knows how.
  */
 #ifndef TICKETSPIN_PARKING_H
 #define TICKETSPIN_PARKING_H
@@ -48,46 +47,32 @@ static inline uint64_t ts_nap_after(uint64_t nap_ns, enum ts_sleep how)
 }
 
 /*
- * Sleeps on the lock word, holding @ticket, for at most @nap_ns.  Sets
- * TS_SLEEPERS first (a full barrier), then sleeps only while our turn has not
- * come: with @next_in_line, while "serving" is not @ticket or our turn is lent
- * out (the unlock that serves us wakes us); otherwise, while two or more
- * tickets are ahead (the waiter served ahead of us wakes us).
+ * Holding @ticket behind the head of the queue, sleeps for at most @nap_ns
+ * until woken as the new head.  Sets TS_SLEEPERS first (a full barrier),
+ * then sleeps only if the word that returned says @ticket is still not the
+ * head.  @hash is ts_lock_hash(@lock).
  */
-enum ts_sleep ts_sleep_in_line(ts_word_t *lock, uint16_t ticket, bool next_in_line,
-                               uint64_t nap_ns);
-
-/* Wakes the waiters holding @ticket (and any sharing its futex bit). */
-void ts_wake_ticket(ts_word_t *lock, uint16_t ticket);
+enum ts_sleep ts_sleep_in_queue(ts_word_t *lock, uint32_t hash, uint8_t ticket, uint64_t nap_ns);
 
 /*
- * Outside the line (holding no ticket): sleeps for at most @nap_ns on the
- * parking slot of @hash, FIFO among the sleepers of that slot.  With
- * @only_if_full, not if fewer than @queue_max tickets are in line once we are
- * counted among the sleepers.
+ * At the head of the queue (holding @ticket), sleeps for at most @nap_ns
+ * until the holder's unlock: sets TS_WAKE_HEAD in the lock byte and clears
+ * TS_WATCHING (stealers then go on as if no one waited), then sleeps only
+ * while the lock is still held.
  */
-enum ts_sleep ts_sleep_outside(ts_word_t *lock, uint32_t hash, uint32_t queue_max,
-                               bool only_if_full, uint64_t nap_ns);
+enum ts_sleep ts_sleep_as_head(ts_word_t *lock, uint32_t hash, uint8_t ticket, uint64_t nap_ns);
 
-/* Wakes the outsider of slot @hash that has slept longest; false if none sleeps. */
-bool ts_wake_outsider(uint32_t hash);
-
-/* Threads asleep (or about to be) outside the line, on the slot of @hash. */
-uint32_t ts_outsiders(uint32_t hash);
+/* Wakes the waiter holding @ticket of @lock (of hash @hash), whose word was @word. */
+void ts_wake_ticket(ts_word_t *lock, uint32_t hash, uint32_t word, uint8_t ticket);
 
 /*
- * Stalls: a waiter that sees the line stall for the spin budget calls
- * ts_note_stall(); lending mode stays on while ts_stalled_recently(), that
- * is, within about one tick of the coarse clock (4 ms here, HZ=250) of the
- * last stall.  Lending mode costs every hand-over a claim, and beside
- * CPU-bound processes a waiter loses its CPU every few milliseconds: kept
- * for 100 ms after each stall, lending mode never went off there, and 2
- * threads ran at 0.74x to 0.85x glibc (0.84x to 0.97x with 4 ms; two
- * series of 9 runs, work 100, one CPU-bound process per CPU).
+ * Outside the queue (it is full): sleeps for at most @nap_ns, or until a
+ * waiter takes the lock from a queue that was full.
  */
-#define TS_STALL_MEMORY_MS 4
-void ts_note_stall(void);
-bool ts_stalled_recently(void);
+enum ts_sleep ts_sleep_outside(ts_word_t *lock, uint32_t hash, uint64_t nap_ns);
+
+/* Wakes the threads waiting outside the queue of the locks of @hash. */
+void ts_wake_outside(uint32_t hash);
 
 /* CLOCK_MONOTONIC in nanoseconds. */
 uint64_t ts_now_ns(void);

@@ -1,76 +1,58 @@
 /*
- * slowpath.c - waiting in line for a contended ticket: the protocol on the
- * lock word (claims, withdrawing, lending, taking turns) and the policy that
- * decides, between two looks at the word, whether to keep spinning, sleep,
- * step out of line or hold a stalled turn.
+ * slowpath.c - the contended lock: who may take a free lock, the queue, and
+ * the policy that decides, between two looks at the word, whether to keep
+ * spinning or sleep.  The word and its invariants are in ticket_lock.h; the
+ * seeds' backoff and delay tuner in backoff.c; sleeping and waking in
+ * parking.c; the report of long waits in stall.c.
  *
- * The seeds' backoff and delay tuner are in backoff.c, where waiters sleep and
- * who wakes them in parking.c, the report of long waits in stall.c.
+ * Why not a plain ticket lock.  In a ticket lock every acquisition under
+ * contention is a hand-over to the next in line, on another CPU: two or three
+ * transfers of the lock's cache line, where glibc's test-and-set lets the
+ * thread that has just released take the lock again with the line still in
+ * its cache.  Two threads on two CPUs ran at 0.2x glibc.  And a ticket lock
+ * hands the lock to the next in line whether or not it is running: behind a
+ * waiter that lost its CPU, everyone waits for the scheduler.
  *
- * Waiting when threads are not running.  In user space the holder, or the
- * waiter whose turn comes next, may be off its CPU (preempted by our own
- * threads or by other processes), and then everyone behind it in a plain
- * ticket lock spins away whole time slices.  We read how others cope before
- * choosing: glibc's adaptive mutex and LiTL's spin-then-park locks,
- * time-published locks (a waiter that is not running is passed over),
- * preemptable ticket locks (ticket order given up after a timeout), and TWA
- * (waiting away from the lock word).  What we chose, each piece within the
- * 4-byte word and with unlock kept to a load and a store when no flag is set:
+ * What we do instead: a ticket queue for order, a lock byte for ownership,
+ * and bounded stealing between the two (after the kernel's paravirt
+ * qspinlock, whose arriving waiters may steal the lock until the head of its
+ * queue asks them to stop, and after concurrency restriction, GCR and
+ * Malthusian locks, which keep only as many threads circulating as the lock
+ * can serve):
  *
- *  1. Spin, then sleep (TICKET_WAIT, parking.c): a waiter whose line has not
- *     moved for TICKET_SPIN pauses sleeps, with a real wake-up and a bounded,
- *     growing nap.  The next in line spins TS_NEXT_IN_LINE_PATIENCE budgets
- *     first: it is the one that must be on a CPU when the turn comes.
- *  2. A bounded line (TICKET_QUEUE, default: the CPUs we may run on).  More
- *     tickets in line than CPUs means some ticket's holder is not running, so
- *     the last in line withdraws its ticket (safe: no one holds a later one)
- *     and waits outside, drawing again when the line is shorter.  Only the
- *     tail leaves; no one is passed over.
- *  3. Lending a stalled turn.  A waiter that sees the line stall for half a
- *     millisecond switches on lending mode (TS_LENDING), which stays on while
- *     stalls keep coming (TS_STALL_MEMORY_MS): unlocks then mark the turn
- *     they hand over (TS_HANDOFF) and the waiter served claims it with a CAS.
- *     A turn unclaimed for the spin budget belongs to a waiter that is not
- *     running; a thread holding no ticket (outside the line, or the last in
- *     line, withdrawing) may hold the lock in its place (TS_BORROWED), and its
- *     unlock hands the turn back.  The waiter keeps its ticket, so no ticket
- *     is ever skipped: a skipped waiter that slept through 16,384
- *     acquisitions would see its old ticket number served again.  Lending is
- *     what keeps a lock moving when other processes take the CPUs: without
- *     it, every hand-over to a waiter that lost its CPU costs a time slice.
- *  4. Taking turns: a thread that has had TS_TURN_BATCH acquisitions in a row
- *     while others wait outside steps out, wakes the one that has slept
- *     longest and sleeps in its place; otherwise the threads that happen to be
- *     running keep the short line to themselves.
+ *  1. Steal.  A thread that finds the lock free takes it, queue or no queue,
+ *     unless the head of the queue is watching (TS_WATCHING) and has been
+ *     bypassed TICKET_BYPASS times since it began to: then it draws a ticket.
+ *     So the thread that has just released keeps the lock in bursts of up to
+ *     TICKET_BYPASS + 1 acquisitions with the cache line at hand.
+ *  2. The head of the queue sets TS_WATCHING when it first looks, and takes
+ *     the lock as soon as it sees it free, whatever the count.  Once the count
+ *     is reached, stealers queue and the lock is the head's at the next
+ *     release: a running waiter at the head is bypassed at most
+ *     TICKET_BYPASS times.
+ *  3. Restriction.  Behind the head, a waiter sleeps at once, unless it is
+ *     the next after a watching head (which will take the lock within a
+ *     hand-over; it then spins up to TS_NEXT_SPIN_NS).  So while the lock is
+ *     saturated the threads that circulate are the holder and the head; the
+ *     others sleep, and are woken one at a time, in ticket order, as each
+ *     becomes the head (TS_WAKE_NEXT): every thread gets its burst in turn.
+ *     At low contention the queue is empty or short and nothing is
+ *     restricted.
+ *  4. Escape.  A head that stops running while watching would stop everyone
+ *     behind the count.  The last waiter in the queue, seeing the watching
+ *     head leave the lock free for TS_ESCAPE_NS (a running head looks every
+ *     TS_HEAD_MAX_PAUSES pauses at most), gives its ticket back and takes the
+ *     lock in one compare-and-swap, clearing TS_WATCHING: stealing goes on
+ *     until the head runs and watches again.  So a waiter that is not running
+ *     holds up the running ones for at most TS_ESCAPE_NS (while one of them
+ *     is last in the queue), and a head that sleeps (holder preempted or a
+ *     long critical section) clears TS_WATCHING before it does.
  *
- * Why lending mode is not always on: a claim is one more atomic on the lock's
- * cache line per contended hand-over; without stalls there is nothing to lend.
- * Why sleepers have a flag of their own (TS_SLEEPERS) rather than sharing
- * lending mode's: a wake-up is a system call, and lending mode may stay on for
- * a long time while no one sleeps.
- *
- * What is not FIFO, then: entry into a full line (outsiders are woken in
- * order, but a thread arriving meanwhile may take the place), and lent turns
- * (a waiter that is not running waits one more critical section per lend; a
- * running one claims its turn within nanoseconds).  TICKET_QUEUE=0 turns 2-4
- * off: strict FIFO.
- *
- * Why no lost wake-up.  A waiter sleeps only after setting TS_SLEEPERS with a
- * full barrier (fetch-or), and only if the word that fetch-or returned says
- * its turn has not come; the futex then sleeps only while the word is still
- * that value.  A waiter two or more from the front is woken by the waiter
- * served just before it: that one becomes owner through an unlock store (or
- * its claim), and its acquiring load or claim reads a word at least as new as
- * the sleeper's fetch-or if the fetch-or came first, so it sees TS_SLEEPERS
- * and wakes it; if the unlock store came first, the fetch-or returns a word in
- * which the sleeper is next in line, and it does not sleep as a far waiter.
- * The next in line is woken by the unlock that serves it, which sees
- * TS_SLEEPERS when its load follows the fetch-or; when its load came first
- * and its store lands after the sleeper's futex check (the unlocking thread
- * interrupted between the two), the wake-up is missed and the nap's timeout
- * ends the sleep (parking.c).  TS_SLEEPERS is cleared only by a waiter served
- * here with at most one ticket behind its own, which it wakes.  Withdrawing
- * takes only the last ticket, behind which no one can be asleep.
+ * Strict FIFO (TICKET_QUEUE=0, TICKET_BYPASS=0, and every lock initialised
+ * PTHREAD_PROCESS_SHARED, whose waiters sleep on the word): no steal, no
+ * escape, no restriction: a thread takes a free lock only with an empty
+ * queue, and waiters spin with the seeds' proportional backoff (delay x
+ * waiters ahead) before sleeping, as the seed series' ticket lock does.
  */
 #include "slowpath.h"
 
@@ -84,77 +66,99 @@
 #include <stdbool.h>
 
 /*
- * A thread may borrow the same stalled turn again, without waiting out the
- * spin budget, this many times in a row; then it leaves the turn unclaimed
- * for a claim window (1 / 2^TS_CLAIM_WINDOW_SHIFT of the spin budget) before
- * it borrows it again, and counts from zero.  The waiter whose turn it is
- * claims it back between two borrows as soon as it runs (the turn is handed
- * back at each unlock), so the bound and the window only serve a waiter that
- * runs but is slow to look.  A whole spin budget at each borrow past the
- * bound, as before, cost 4 threads beside 2 CPU-bound processes a sixth of
- * their throughput: there a waiter loses its CPU for milliseconds at a time.
+ * A watching head that leaves the lock free this long is not running.  Long
+ * beside its looks (TS_HEAD_MAX_PAUSES pauses apart, a few microseconds),
+ * short beside a scheduler time slice (milliseconds), which is what waiting
+ * for it would cost.
  */
-#define TS_REBORROW_MAX 4096
-#define TS_CLAIM_WINDOW_SHIFT 3
+#ifndef TS_ESCAPE_NS
+#define TS_ESCAPE_NS 20000ull
+#endif
+/* The head's longest pause between two looks while it watches. */
+#define TS_HEAD_MAX_PAUSES 256u
+/*
+ * The next after a watching head spins this long before it sleeps: the head
+ * takes the lock within a hand-over, and then we are the head.  Twice
+ * TS_ESCAPE_NS, so that the last in line sees a stalled head first.
+ */
+#define TS_NEXT_SPIN_NS (2 * TS_ESCAPE_NS)
+/*
+ * The head spins this many spin budgets without seeing the lock change hands
+ * before it sleeps: it is the thread that must be on a CPU when the lock
+ * comes free.  Others in strict FIFO sleep after one.
+ */
+#ifndef TS_HEAD_PATIENCE
+#define TS_HEAD_PATIENCE 4
+#endif
 
-/*
- * Taking turns: after this many acquisitions in a row while others wait
- * outside the line, a thread steps out and yields its CPU to one of them.
- * Each turn costs a wake-up: 128 spent a third of the throughput of 4
- * threads on 2 CPUs (work 100) on them; 512 keeps fairness (min/max
- * acquisitions per thread over half a second) at 0.7 or more there.
- */
-#ifndef TS_TURN_BATCH
-#define TS_TURN_BATCH 512
-#endif
-/* Pauses between two yields while a thread stays for the outsider it woke. */
-#define TS_STAY_PAUSES 32
-/*
- * The next in line spins this many spin budgets before it sleeps: it is the
- * thread that must be on a CPU when the turn comes, and a sleeper needs a
- * wake-up and a CPU before it can take it.  The others sleep after one.
- */
-#ifndef TS_NEXT_IN_LINE_PATIENCE
-#define TS_NEXT_IN_LINE_PATIENCE 4
-#endif
-/*
- * A line that has not moved for this long (from the first spin budget without
- * progress) switches lending mode on.  Long enough that an interrupt, a page
- * fault or a slow critical section does not (in lending mode each hand-over
- * costs a claim: about a third of the throughput of two threads taking the
- * lock in turn with nothing else to do); short beside a scheduler time slice,
- * which is what a waiter preempted by another process costs.
- */
-#define TS_LEND_AFTER_NS 500000ull
-/* How long, in acquisitions, stepping out once makes a thread take turns. */
-#define TS_CROWDED_MEMORY 4096
+static bool strict_fifo(const struct ts_config *cfg, uint32_t word)
+{
+	return cfg->bypass_max == 0 || (word & TS_SHARED);
+}
+
+static uint32_t queue_capacity(const struct ts_config *cfg)
+{
+	return cfg->queue_capacity;
+}
+
+/* May a thread holding no ticket take the lock of @word now? */
+static bool may_steal(const struct ts_config *cfg, uint32_t word)
+{
+	if (ts_lock_byte(word) != 0)
+		return false;
+	if (ts_queued(word) == 0)
+		return true; /* a free lock, no one waiting */
+	if (strict_fifo(cfg, word))
+		return false;
+	return !(word & TS_WATCHING) || ts_bypass(word) < cfg->bypass_max;
+}
+
+/* @word as a steal leaves it: held, and counted if the head watches (I3). */
+static uint32_t stolen(uint32_t word)
+{
+	word |= TS_LOCKED;
+	if (word & TS_WATCHING)
+		word += TS_BYPASS_ONE; /* below TS_BYPASS_MAX: may_steal() checked */
+	return word;
+}
+
+static uint32_t with_next(uint32_t word, uint32_t next)
+{
+	return (word & ~TS_NEXT_FIELD) | ((next & TS_TICKET_MASK) << TS_NEXT_SHIFT);
+}
+
+static uint32_t with_head(uint32_t word, uint32_t head)
+{
+	return (word & ~TS_HEAD_FIELD) | ((head & TS_TICKET_MASK) << TS_HEAD_SHIFT);
+}
+
+bool ts_trylock_slow(ts_word_t *lock, uint32_t seen)
+{
+	const struct ts_config *cfg = ts_config();
+
+	while (may_steal(cfg, seen)) {
+		/* ACQUIRE pairs with the RELEASE store in ts_unlock(). */
+		if (__atomic_compare_exchange_n(lock, &seen, stolen(seen), false, __ATOMIC_ACQUIRE,
+		                                __ATOMIC_RELAXED))
+			return true;
+	}
+	return false;
+}
 
 bool ts_unlock_slow(ts_word_t *lock, uint32_t word)
 {
-	uint16_t serving = ts_serving(word);
-	uint16_t low;
-
-	if (ts_word_is_free(word))
-		return false;
-	if (word & TS_BORROWED) {
-		low = serving | TS_HANDOFF; /* give the turn back to its waiter */
-	} else if (word & TS_HANDOFF) {
-		return false; /* the served waiter has not claimed: no one holds the lock */
-	} else {
-		low = (uint16_t)(serving + TS_TICKET_STEP);
-		/* Lending mode: the waiter served must claim, so that a stalled turn can be lent. */
-		if ((word & TS_LENDING) && ts_next(word) != low)
-			low |= TS_HANDOFF;
-	}
+	if (!(ts_lock_byte(word) & TS_LOCKED))
+		return false; /* no one holds the lock */
+	/* RELEASE pairs with the next holder's ACQUIRE, as in ts_unlock(). */
+	__atomic_store_n(ts_lock_byte_of(lock), 0, __ATOMIC_RELEASE);
 	/*
-	 * RELEASE pairs with the ACQUIRE polls, claims and borrows in
-	 * wait_in_line() and wait_outside(), as in ts_unlock().  No one else
-	 * writes "serving" while we hold the lock, borrowed or not.
+	 * The head cannot change while we hold the lock (only a taker moves it,
+	 * and the lock byte was ours): @word names the waiter to wake.
 	 */
-	__atomic_store_n(ts_serving_half(lock), low, __ATOMIC_RELEASE);
-	/* The waiter we serve may be asleep (it set TS_SLEEPERS before sleeping). */
-	if ((word & TS_SLEEPERS) && (low & TS_TICKET_MASK) != ts_next(word))
-		ts_wake_ticket(lock, low & TS_TICKET_MASK);
+	if (ts_lock_byte(word) & (TS_WAKE_HEAD | TS_WAKE_NEXT))
+		ts_wake_ticket(lock, ts_lock_hash(lock), word, ts_head(word));
+	if (ts_lock_byte(word) & TS_STATS_DUE)
+		ts_stats_after_unlock();
 	return true;
 }
 
@@ -164,92 +168,68 @@ struct waiter {
 	const void *caller;           /* for the stall report */
 	uint32_t hash;                /* ts_lock_hash(lock) */
 	struct ts_delay_entry *entry; /* this thread's entry for the lock */
-	uint32_t delay;
-	uint32_t next_delay;          /* the next in line's (auto) */
+	uint32_t delay;               /* the seeds' tuned delay, behind the head */
+	uint32_t next_delay;          /* the head's pause between looks (auto) */
 	bool tune;                    /* TS_DELAY_AUTO or TS_DELAY_SERIES */
 	uint64_t nap_ns;              /* the next sleep's bound */
-	bool came_from_outside;       /* this acquisition waited outside the line */
 	struct ts_stall_watch stall;
 	struct ts_wait_stats st;      /* for TICKET_STATS (stats.c) */
 	bool stats_look_due;          /* TICKET_STATS: the wait's timing starts at the next look */
 };
 
-enum line_result {
-	SERVED,        /* our ticket is served: we own the lock */
-	BORROWED,      /* we withdrew our ticket and hold a stalled turn */
-	STEPPED_OUT,   /* too many in line: we withdrew our ticket */
-	TOOK_TURNS,    /* we had a long run: we withdrew to let an outsider in */
+enum how_taken {
+	STOLEN,  /* taken with no ticket */
+	AS_HEAD, /* taken at the head of the queue */
+	ESCAPED, /* taken by the last in line, its ticket given back */
 };
 
-static bool is_last_in_line(uint32_t word, uint16_t ticket)
-{
-	return ts_next(word) == (uint16_t)(ticket + TS_TICKET_STEP);
-}
-
 /*
- * Withdraws our ticket, the last one drawn when we read @word, and with it
- * sets the flags in @set; false, with @word reloaded, when the word has
- * changed since.
+ * Takes the free lock of @*word as the head of the queue: advances head past
+ * our ticket, ends the watch, and asks our unlock to wake the new head if it
+ * may sleep.  False, with @*word reloaded, when the word changed.
  */
-static bool withdraw(ts_word_t *lock, uint32_t *word, uint32_t set)
+static bool take_as_head(struct waiter *w, uint8_t ticket, uint32_t *word)
 {
-	uint32_t withdrawn = *word - TS_NEXT_STEP;
+	uint32_t behind = ts_tickets_between(ticket, ts_next(*word)) - 1u;
+	uint32_t taken = with_head(*word, ticket + 1u) & ~(TS_WATCHING | TS_BYPASS_MASK);
 
-	if (set & TS_BORROWED)
-		withdrawn &= ~TS_HANDOFF;
+	taken |= TS_LOCKED;
+	if (*word & TS_SLEEPERS) {
+		/* I4: with at most one behind us, it is the only one that may sleep. */
+		if (behind > 0)
+			taken |= TS_WAKE_NEXT;
+		if (behind <= 1)
+			taken &= ~TS_SLEEPERS;
+	}
 	/*
-	 * Safe: no one holds a later ticket.  ACQUIRE: the word read may be the
-	 * one that serves us, or one whose turn we borrow (pairs with the RELEASE
-	 * store of the unlock that wrote it).
+	 * ACQUIRE pairs with the RELEASE store in ts_unlock().  SEQ_CST on the
+	 * read side too: ordered against a sleeper's fetch-or of TS_SLEEPERS
+	 * (parking.c, ts_sleep_in_queue()).
 	 */
-	return __atomic_compare_exchange_n(lock, word, withdrawn | set, false, __ATOMIC_ACQUIRE,
-	                                   __ATOMIC_ACQUIRE);
+	if (!__atomic_compare_exchange_n(w->lock, word, taken, false, __ATOMIC_SEQ_CST,
+	                                 __ATOMIC_RELAXED))
+		return false;
+	if (ts_queued(*word) >= queue_capacity(w->cfg))
+		ts_wake_outside(w->hash); /* room in the queue now */
+	return true;
 }
 
 /*
- * May we borrow the turn @word shows unclaimed?  When it has been unclaimed
- * for the spin budget (its waiter is not running), or when it is the very
- * turn we borrowed last time and still unclaimed: at once, but after
- * TS_REBORROW_MAX borrows in a row only once it has been left unclaimed for
- * the claim window.
+ * The last in line takes the free lock of @*word in the place of a watching
+ * head that is not running, giving its ticket back (I2).  False, with
+ * @*word reloaded, when the word changed.
  */
-static bool may_borrow(const struct waiter *w, uint32_t word, uint64_t stalled)
+static bool escape(struct waiter *w, uint32_t *word)
 {
-	if ((word & (TS_HANDOFF | TS_BORROWED)) != TS_HANDOFF || w->cfg->queue_max == 0)
-		return false;
-	if (stalled >= w->cfg->spin_budget)
-		return true;
-	if (w->entry->lent_turn != (ts_serving(word) | 1u))
-		return false;
-	return w->entry->reborrows < TS_REBORROW_MAX ||
-	       stalled >= (w->cfg->spin_budget >> TS_CLAIM_WINDOW_SHIFT);
+	uint32_t taken = with_next(*word, ts_next(*word) - 1u) & ~(TS_WATCHING | TS_BYPASS_MASK);
+
+	/* ACQUIRE pairs with the RELEASE store in ts_unlock(). */
+	return __atomic_compare_exchange_n(w->lock, word, taken | TS_LOCKED, false, __ATOMIC_ACQUIRE,
+	                                   __ATOMIC_RELAXED);
 }
 
-static void note_borrow(struct waiter *w, uint32_t word)
-{
-	uint16_t turn = ts_serving(word) | 1u; /* | 1: never equal to "none" (0) */
-	bool again = w->entry->lent_turn == turn && w->entry->reborrows < TS_REBORROW_MAX;
-
-	w->entry->reborrows = again ? w->entry->reborrows + 1 : 0;
-	w->entry->lent_turn = turn;
-	w->st.borrows++;
-}
-
-/*
- * The line has not moved for TS_LEND_AFTER_NS: switch lending mode on (unless
- * the line is unbounded: strict FIFO lends nothing), and remember the stall.
- * Returns the word as it now is, as far as we know.
- */
-static uint32_t note_stall(struct waiter *w, uint32_t word)
-{
-	ts_note_stall();
-	if (w->cfg->queue_max != 0 && !(word & TS_LENDING))
-		word = __atomic_fetch_or(w->lock, TS_LENDING, __ATOMIC_RELAXED) | TS_LENDING;
-	return word;
-}
-
-/* Give the CPU away while the line does not move; true if we slept. */
-static bool give_way(struct waiter *w, uint16_t ticket, uint16_t ahead)
+/* Sleep, or yield, as TICKET_WAIT says; true if we slept. */
+static bool give_way(struct waiter *w, uint8_t ticket, bool as_head)
 {
 	enum ts_sleep how;
 
@@ -258,7 +238,8 @@ static bool give_way(struct waiter *w, uint16_t ticket, uint16_t ahead)
 		w->st.yields++;
 		return false;
 	}
-	how = ts_sleep_in_line(w->lock, ticket, ahead <= 1, w->nap_ns);
+	how = as_head ? ts_sleep_as_head(w->lock, w->hash, ticket, w->nap_ns)
+	              : ts_sleep_in_queue(w->lock, w->hash, ticket, w->nap_ns);
 	if (how == TS_SLEEP_SKIPPED)
 		return false;
 	w->st.parks++;
@@ -266,305 +247,176 @@ static bool give_way(struct waiter *w, uint16_t ticket, uint16_t ahead)
 	return true;
 }
 
-/* @word serves @ticket, and the lock is ours: no turn to claim, none lent out. */
-static bool served_outright(uint32_t word, uint16_t ticket)
-{
-	return ts_tickets_between(ts_serving(word), ticket) == 0 &&
-	       !(word & (TS_HANDOFF | TS_BORROWED));
-}
-
 /*
  * TICKET_STATS: the wait's timing starts, at the first look after drawing a
- * ticket, or earlier when we are out of line or served before any look;
- * @served_at_once: that look found our turn come (no clock is read then, see
- * ts_stats_wait_begin()).
+ * ticket; @at_once: that look found the lock ours to take.
  */
-static void stats_wait_begins(struct waiter *w, bool served_at_once)
+static void stats_wait_begins(struct waiter *w, bool at_once)
 {
 	w->stats_look_due = false;
-	ts_stats_wait_begin(&w->st, served_at_once);
+	ts_stats_wait_begin(&w->st, at_once);
+}
+
+/* The pauses before the next look, at @pos tickets behind the head. */
+static uint64_t pauses_before_look(const struct waiter *w, uint32_t pos, bool strict)
+{
+	uint64_t pauses = ts_backoff_pauses(w->cfg, w->delay, w->next_delay, (uint16_t)(pos + 1));
+
+	if (pos == 0 && !strict && pauses > TS_HEAD_MAX_PAUSES)
+		pauses = TS_HEAD_MAX_PAUSES; /* TS_ESCAPE_NS must not take a running head */
+	return pauses != 0 ? pauses : 1;
 }
 
 /*
- * Waits in line until @ticket is served (SERVED, with the word read at that
- * moment in @inout_word), or withdraws the ticket: to hold a stalled turn
- * (BORROWED), when more tickets are in line than TICKET_QUEUE allows
- * (STEPPED_OUT), or to take turns (TOOK_TURNS).
- *
- * Starts from @inout_word as the fetch-add that drew @ticket left it (the
- * word it returned, plus our ticket), and looks at the lock only
- * after the first backoff: the critical section's data usually shares the
- * lock's cache line, and a look straight after drawing pulls the line away
- * from the holder in the middle of its critical section, so that its next
- * write waits for a transfer between CPUs.  Two such looks (a load for the
- * misuse check, then the first poll) held 2 threads with no work between
- * acquisitions to about 0.7x a plain ticket lock's throughput.  The kernel's
- * ticket locks do the same: they test the fetch-add's result, then pause
- * before their first load.
+ * Waits in the queue, holding @ticket, until we take the lock: AS_HEAD, or
+ * ESCAPED.  Starts from @word as our ticket's compare-and-swap left it.
  */
-static enum line_result wait_in_line(struct waiter *w, uint16_t ticket, uint32_t *inout_word)
+static enum how_taken wait_in_queue(struct waiter *w, uint8_t ticket, uint32_t word)
 {
 	const struct ts_config *cfg = w->cfg;
-	uint32_t seen_low = UINT32_MAX; /* "serving" and its flags, when last seen moving */
+	const bool strict = strict_fifo(cfg, word);
+	uint32_t seen = UINT32_MAX;     /* the word's moving parts when last seen moving */
 	uint64_t stalled = 0;           /* pauses since then */
-	uint64_t next_check = cfg->spin_budget; /* stalled pauses at the next stall check */
-	uint64_t stalled_since = 0;     /* ts_now_ns() at the first check since it moved */
-	/*
-	 * The fetch-add that drew our ticket, and every load of the word below,
-	 * is ACQUIRE: pairs with the RELEASE store in ts_unlock() that serves us.
-	 */
-	uint32_t word = *inout_word;
+	uint64_t next_check = cfg->spin_budget;
+	uint64_t free_since = 0;        /* the watching head left the lock free since (ns) */
+	uint64_t next_since = 0;        /* we have spun behind a watching head since (ns) */
 
 	for (;;) {
-		uint16_t ahead = ts_tickets_between(ts_serving(word), ticket);
+		uint32_t pos = ts_tickets_between(ts_head(word), ticket);
+		uint32_t moving = word & (TS_LOCK_BYTE | TS_BYPASS_MASK | TS_HEAD_FIELD);
 		uint64_t pauses;
 
-		if (served_outright(word, ticket))
-			break;
-		if (ahead == 0 && (word & TS_HANDOFF)) {
-			/*
-			 * Claim our turn: clear TS_HANDOFF with an atomic AND, not a
-			 * CAS, so that tickets drawn meanwhile in the other half
-			 * cannot make the claim fail (a borrower draws one just
-			 * before it borrows the turn again, and would otherwise win
-			 * every race).  Set when we cleared it, the flag says the turn
-			 * was still ours to claim: no one else clears it but a
-			 * borrower's CAS, which we then beat.  ACQUIRE pairs as above.
-			 */
-			if (__atomic_fetch_and(w->lock, ~TS_HANDOFF, __ATOMIC_ACQUIRE) & TS_HANDOFF) {
-				/* Ours now: only the "next" half and its flags may move. */
-				word = __atomic_load_n(w->lock, __ATOMIC_RELAXED);
-				break;
-			}
-			word = __atomic_load_n(w->lock, __ATOMIC_ACQUIRE);
+		if (pos == 0 && ts_lock_byte(word) == 0) {
+			if (take_as_head(w, ticket, &word))
+				return AS_HEAD;
 			continue;
 		}
-		/* From here on, either tickets are ahead of ours or our turn is lent out. */
-		if (cfg->queue_max != 0 && ahead >= cfg->queue_max && is_last_in_line(word, ticket)) {
-			/*
-			 * More tickets in line than CPUs to run their holders: some
-			 * holder ahead is not running, and a thread queued behind it
-			 * would burn its time slice.  The last in line steps out.
-			 */
-			if (withdraw(w->lock, &word, TS_LENDING))
-				return STEPPED_OUT;
+		if (pos == 0 && !strict && !(word & TS_WATCHING)) {
+			/* I3: the count starts now.  A failed exchange reloads the word. */
+			uint32_t watching = (word | TS_WATCHING) & ~TS_BYPASS_MASK;
+
+			if (__atomic_compare_exchange_n(w->lock, &word, watching, false,
+			                                __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+				word = watching;
 			continue;
 		}
-		if (ahead > 0 && w->entry->streak >= TS_TURN_BATCH && is_last_in_line(word, ticket) &&
-		    (w->entry->crowded > 0 || ts_outsiders(w->hash) > 0)) {
-			/*
-			 * Others wait outside, and we have had our run: without this,
-			 * the threads that happen to be on a CPU keep the line to
-			 * themselves until the scheduler preempts them.
-			 */
-			if (withdraw(w->lock, &word, 0))
-				return TOOK_TURNS;
-			continue;
-		}
-		if ((word & 0xffffu) != seen_low) {
-			seen_low = word & 0xffffu;
+		if (moving != seen) {
+			seen = moving;
 			stalled = 0;
-			stalled_since = 0;
 			next_check = cfg->spin_budget;
 			w->nap_ns = ts_nap_first_ns;
 		}
-		if (ahead > 0 && is_last_in_line(word, ticket) && may_borrow(w, word, stalled)) {
-			/*
-			 * The waiter served has not claimed its turn for a while: it is
-			 * not running.  Rather than wait for the scheduler to bring it
-			 * back, hold the lock in its place (giving up our own ticket,
-			 * which only the last in line can); our unlock hands the turn
-			 * back, so that waiter keeps its place.
-			 */
-			if (withdraw(w->lock, &word, TS_BORROWED)) {
-				note_borrow(w, word);
-				return BORROWED;
+		if (pos > 0 && !strict) {
+			bool head_watches = (word & TS_WATCHING) != 0;
+
+			if (head_watches && ts_lock_byte(word) == 0 &&
+			    ts_next(word) == (uint8_t)((ticket + 1u) & TS_TICKET_MASK)) {
+				uint64_t now = ts_now_ns();
+
+				if (free_since == 0) {
+					free_since = now;
+				} else if (now - free_since >= TS_ESCAPE_NS) {
+					if (escape(w, &word))
+						return ESCAPED;
+					free_since = 0;
+					continue;
+				}
+			} else {
+				free_since = 0;
 			}
-			continue;
+			if (cfg->wait != TS_WAIT_SPIN && free_since == 0) {
+				bool spin_on = pos == 1 && head_watches;
+
+				if (spin_on) {
+					uint64_t now = ts_now_ns();
+
+					if (next_since == 0)
+						next_since = now;
+					spin_on = now - next_since < TS_NEXT_SPIN_NS;
+				}
+				if (!spin_on) {
+					give_way(w, ticket, false);
+					next_since = 0;
+					word = __atomic_load_n(w->lock, __ATOMIC_RELAXED);
+					continue;
+				}
+			}
 		}
 		if (stalled >= next_check) {
-			/* Once per spin budget without progress, and after every sleep. */
+			/* Once per spin budget without the lock changing hands. */
 			uint64_t now = ts_now_ns();
 
 			next_check = stalled + cfg->spin_budget;
-			if (stalled_since == 0)
-				stalled_since = now;
-			else if (now - stalled_since >= TS_LEND_AFTER_NS)
-				word = note_stall(w, word);
-			ts_stall_check(&w->stall, cfg, w->lock, w->caller, ahead, word, false, now);
+			ts_stall_check(&w->stall, cfg, w->lock, w->caller, pos + 1, word, false, now);
 			if (cfg->wait != TS_WAIT_SPIN &&
-			    stalled >= (uint64_t)cfg->spin_budget *
-			                       (ahead <= 1 ? TS_NEXT_IN_LINE_PATIENCE : 1)) {
+			    stalled >= (uint64_t)cfg->spin_budget * (pos == 0 ? TS_HEAD_PATIENCE : 1)) {
 				/*
-				 * Give way without spinning again first: after a
-				 * sleep that saw no progress, the next look comes
-				 * straight back here and sleeps twice as long.
-				 * After a yield (TICKET_WAIT=yield), spin a budget
-				 * again.
+				 * After a sleep that saw no progress, the next look
+				 * comes straight back here and sleeps twice as long;
+				 * after a yield, spin a budget again.
 				 */
-				next_check = give_way(w, ticket, ahead) ? stalled
-				                                          : stalled + cfg->spin_budget;
-				word = __atomic_load_n(w->lock, __ATOMIC_ACQUIRE); /* pairs as above */
+				next_check = give_way(w, ticket, pos == 0) ? stalled
+				                                             : stalled + cfg->spin_budget;
+				word = __atomic_load_n(w->lock, __ATOMIC_RELAXED);
 				continue;
 			}
 		}
-		pauses = ts_backoff_pauses(cfg, w->delay, w->next_delay, ahead);
-		if (pauses == 0)
-			pauses = 1; /* a fixed factor with our turn lent out: still count time */
+		pauses = pauses_before_look(w, pos, strict);
 		ts_pause_for(pauses);
 		stalled += pauses;
-		word = __atomic_load_n(w->lock, __ATOMIC_ACQUIRE); /* pairs as above */
+		/* Relaxed: ownership is taken only by an ACQUIRE compare-and-swap. */
+		word = __atomic_load_n(w->lock, __ATOMIC_RELAXED);
 		w->st.polls++;
-		if (__builtin_expect(w->stats_look_due, 0))
-			stats_wait_begins(w, served_outright(word, ticket));
-		if (w->tune && ahead >= 2)
-			w->delay = ts_delay_after_poll(cfg, w->delay, ts_serving(word) == ticket);
-		else if (ahead == 1 && cfg->delay_mode == TS_DELAY_AUTO)
-			w->next_delay = ts_next_delay_after_poll(cfg, w->next_delay,
-			                                         ts_serving(word) == ticket);
-	}
-	*inout_word = word;
-	return SERVED;
-}
+		{
+			uint32_t now_pos = ts_tickets_between(ts_head(word), ticket);
+			bool ours = now_pos == 0 && ts_lock_byte(word) == 0;
 
-/*
- * We left the line and woke an outsider to take our place: keep our CPU,
- * yielding it, until a ticket is drawn (the outsider came in) or for one spin
- * budget, and only then sleep.  A CPU we leave idle stays idle until the
- * wake-up reaches it, which on a VM takes tens of microseconds (the host
- * must wake the idle virtual CPU); sleeping at once left a fifth of the CPU
- * time of 4 threads on 2 CPUs idle, and the throughput 0.6x a mutex's.  A
- * yield hands our CPU straight to the woken thread when it is queued there.
- */
-static void stay_until_taken(const struct waiter *w)
-{
-	uint16_t next = ts_next(__atomic_load_n(w->lock, __ATOMIC_RELAXED));
-
-	for (uint64_t spun = 0; spun < w->cfg->spin_budget; spun += TS_STAY_PAUSES) {
-		if (ts_next(__atomic_load_n(w->lock, __ATOMIC_RELAXED)) != next)
-			return;
-		ts_pause_for(TS_STAY_PAUSES);
-		sched_yield();
+			if (__builtin_expect(w->stats_look_due, 0))
+				stats_wait_begins(w, ours);
+			if (w->tune && pos >= 1)
+				w->delay = ts_delay_after_poll(cfg, w->delay, now_pos == 0);
+			else if (pos == 0 && cfg->delay_mode == TS_DELAY_AUTO)
+				w->next_delay = ts_next_delay_after_poll(cfg, w->next_delay, ours);
+		}
 	}
 }
 
 /*
- * Holding no ticket, waits until the line is shorter than TICKET_QUEUE (and
- * returns false: draw a ticket), or borrows a stalled turn (returns true: we
- * hold the lock).  With @sleep_first, goes to sleep before looking (we have
- * just given our place to a sleeper we woke).  Spins for the spin budget
- * only after arriving or being woken; after a nap that ran out, one look and
- * back to sleep, for twice as long.
+ * Holding no ticket, the queue full: waits until there is room or the lock
+ * may be stolen, with @*word as last seen.
  */
-static bool wait_outside(struct waiter *w, bool sleep_first)
+static void wait_outside(struct waiter *w, uint32_t *word)
 {
 	const struct ts_config *cfg = w->cfg;
-	uint32_t seen_low = UINT32_MAX;
-	uint64_t stalled = 0, spun = 0;
+	uint64_t spun = 0;
 	uint64_t nap_ns = ts_nap_first_ns;
-	uint64_t spin_allowance = cfg->spin_budget;
 
-	if (sleep_first) {
-		enum ts_sleep how;
-
-		stay_until_taken(w);
-		/* The line has room (we just left it): that is the point, sleep anyway. */
-		how = ts_sleep_outside(w->lock, w->hash, cfg->queue_max, false, nap_ns);
-
-		w->st.parks++;
-		nap_ns = ts_nap_after(nap_ns, how);
-		if (how == TS_SLEEP_TIMEOUT)
-			spin_allowance = 0;
-	}
-	for (;;) {
-		/* ACQUIRE: a borrow below takes the lock from the unlock that wrote this. */
-		uint32_t word = __atomic_load_n(w->lock, __ATOMIC_ACQUIRE);
-		uint16_t in_line = ts_tickets_between(ts_serving(word), ts_next(word));
-		uint64_t pauses;
-
-		if (in_line < cfg->queue_max)
-			return false;
-		if ((word & 0xffffu) != seen_low) {
-			seen_low = word & 0xffffu;
-			stalled = 0;
-		}
-		if (may_borrow(w, word, stalled)) {
-			uint32_t lent = (word & ~TS_HANDOFF) | TS_BORROWED;
-
-			/* ACQUIRE pairs with the RELEASE store of the unlock that wrote @word. */
-			if (__atomic_compare_exchange_n(w->lock, &word, lent, false, __ATOMIC_ACQUIRE,
-			                                __ATOMIC_RELAXED)) {
-				note_borrow(w, word);
-				return true;
-			}
-			continue;
-		}
-		if (spun >= spin_allowance) {
-			ts_stall_check(&w->stall, cfg, w->lock, w->caller, 0, word, true, ts_now_ns());
+	while (ts_queued(*word) >= queue_capacity(cfg) && !may_steal(cfg, *word)) {
+		if (spun >= cfg->spin_budget) {
+			ts_stall_check(&w->stall, cfg, w->lock, w->caller, 0, *word, true, ts_now_ns());
 			if (cfg->wait == TS_WAIT_PARK) {
-				enum ts_sleep how = ts_sleep_outside(w->lock, w->hash, cfg->queue_max,
-				                                     true, nap_ns);
+				enum ts_sleep how = ts_sleep_outside(w->lock, w->hash, nap_ns);
 
 				if (how != TS_SLEEP_SKIPPED)
 					w->st.parks++;
 				nap_ns = ts_nap_after(nap_ns, how);
-				/* Woken: someone made room, look for the spin budget. */
-				spin_allowance = how == TS_SLEEP_TIMEOUT ? 0 : cfg->spin_budget;
 			} else if (cfg->wait == TS_WAIT_YIELD) {
 				sched_yield();
 				w->st.yields++;
 			}
 			spun = 0;
-			if (cfg->wait != TS_WAIT_SPIN)
-				continue;
+		} else {
+			uint64_t pauses = ts_backoff_pauses(cfg, w->delay, w->next_delay,
+			                                    (uint16_t)ts_queued(*word));
+
+			ts_pause_for(pauses != 0 ? pauses : 1);
+			spun += pauses != 0 ? pauses : 1;
 		}
-		pauses = ts_backoff_pauses(cfg, w->delay, w->next_delay, in_line);
-		ts_pause_for(pauses);
-		spun += pauses;
-		stalled += pauses;
+		*word = __atomic_load_n(w->lock, __ATOMIC_RELAXED);
 	}
 }
 
-/*
- * We own the lock, served here, and @word is the value our acquiring load
- * (or claim) read.  Wake the waiter behind us if it may be asleep, and drop
- * the flags no longer needed.  A thread that came in from outside and finds
- * no one behind it passes the room on to the next outsider: outsiders come
- * in one after another when the line empties (thread churn), without every
- * acquisition paying a wake-up inside the critical section (which, made at
- * each acquisition with no one behind, cost a third of the throughput of 8
- * threads on 2 busy CPUs).
- */
-static void after_served(const struct waiter *w, uint16_t ticket, uint32_t word)
-{
-	uint16_t behind = (uint16_t)(ts_tickets_between(ticket, ts_next(word)) - 1u);
-	uint32_t drop = 0;
-
-	if (word & TS_SLEEPERS) {
-		/*
-		 * With at most one waiter behind us, only that waiter can be asleep,
-		 * and we wake it now: the flag can go.
-		 */
-		if (behind <= 1)
-			drop |= TS_SLEEPERS;
-	}
-	if ((word & TS_LENDING) && !ts_stalled_recently())
-		drop |= TS_LENDING;
-	/*
-	 * A failed exchange (a ticket was drawn meanwhile) leaves the flags set,
-	 * which costs a wake-up or a claim later, no more.  Before the wake-up:
-	 * a successor about to sleep then sees the word changed.
-	 */
-	if (drop != 0)
-		__atomic_compare_exchange_n(w->lock, &word, word & ~drop, false, __ATOMIC_RELAXED,
-		                            __ATOMIC_RELAXED);
-	if (word & TS_SLEEPERS)
-		ts_wake_ticket(w->lock, (uint16_t)(ticket + TS_TICKET_STEP));
-	if (w->came_from_outside && behind == 0 && w->cfg->wait == TS_WAIT_PARK)
-		ts_wake_outsider(w->hash);
-}
-
-void ts_lock_slow(ts_word_t *lock, uint32_t drawn, const void *caller)
+void ts_lock_slow(ts_word_t *lock, uint32_t seen, const void *caller)
 {
 	const struct ts_config *cfg = ts_config();
 	uint32_t hash = ts_lock_hash(lock);
@@ -576,58 +428,52 @@ void ts_lock_slow(ts_word_t *lock, uint32_t drawn, const void *caller)
 		.tune = ts_delay_tuned(cfg),
 		.nap_ns = ts_nap_first_ns,
 	};
-	enum line_result result;
-	uint16_t ticket = ts_next(drawn);
-	uint32_t word = drawn + TS_NEXT_STEP; /* as our fetch-add left it */
+	enum how_taken how = STOLEN;
+	uint32_t word = seen;
+	uint8_t ticket = 0;
 
-	/* More tickets ahead than threads exist: report the word (misuse.c), then wait anyway. */
-	ts_misuse_check_line(lock, word, ticket, caller);
-	w.st.ahead = ts_tickets_between(ts_serving(word), ticket);
-	w.stats_look_due = cfg->stats != NULL;
 	w.entry = ts_delay_entry_claim(cfg, hash, &w.delay, &w.next_delay);
-
-	while ((result = wait_in_line(&w, ticket, &word)) != SERVED && result != BORROWED) {
-		uint32_t old;
-		bool gave_place = false;
-
-		w.entry->streak = 0;
-		if (result == STEPPED_OUT)
-			w.entry->crowded = TS_CROWDED_MEMORY;
-		else if (cfg->wait == TS_WAIT_PARK)
-			gave_place = ts_wake_outsider(hash); /* our place, to the longest asleep */
-		if (result == TOOK_TURNS && !gave_place)
-			sched_yield(); /* to an outsider on our CPU, if there is one */
-		w.came_from_outside = true;
-		if (w.stats_look_due) /* out of line before the first look: timed from here */
-			stats_wait_begins(&w, false);
-		if (wait_outside(&w, gave_place)) {
-			result = BORROWED;
-			break;
+	for (;;) {
+		if (may_steal(cfg, word)) {
+			/* ACQUIRE pairs with the RELEASE store in ts_unlock(). */
+			if (__atomic_compare_exchange_n(lock, &word, stolen(word), false,
+			                                __ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
+				break;
+			continue;
 		}
-		/* ACQUIRE pairs with the RELEASE store in ts_unlock(), as in ts_lock(). */
-		old = __atomic_fetch_add(lock, TS_NEXT_STEP, __ATOMIC_ACQUIRE);
-		ticket = ts_next(old);
-		word = old + TS_NEXT_STEP;
-		if (ts_word_is_free(old))
-			break;
-	}
-	if (w.stats_look_due) /* served or lent a turn before the first look */
-		stats_wait_begins(&w, false);
+		if (ts_queued(word) < queue_capacity(cfg)) {
+			uint32_t joined = with_next(word, ts_next(word) + 1u);
 
-	w.entry->tag = hash;
+			/* At the front of an empty queue: we run, so we watch from now (I3). */
+			if (ts_queued(word) == 0 && !strict_fifo(cfg, word))
+				joined = (joined | TS_WATCHING) & ~TS_BYPASS_MASK;
+
+			/* Relaxed: drawing a ticket takes nothing; the take will acquire. */
+			if (__atomic_compare_exchange_n(lock, &word, joined, false, __ATOMIC_RELAXED,
+			                                __ATOMIC_RELAXED)) {
+				ticket = ts_next(word);
+				/* More waiting than threads exist: report the word (misuse.c). */
+				ts_misuse_check_line(lock, joined, ticket, caller);
+				w.st.ahead = (uint16_t)(ts_tickets_between(ts_head(joined), ticket) + 1u);
+				w.stats_look_due = cfg->stats != NULL;
+				how = wait_in_queue(&w, ticket, joined);
+				break;
+			}
+			continue;
+		}
+		wait_outside(&w, &word);
+	}
+	if (w.stats_look_due || (cfg->stats != NULL && how == STOLEN))
+		stats_wait_begins(&w, how == STOLEN); /* taken before the first look */
 	if (w.tune) {
 		w.entry->delay = w.delay;
 		w.entry->next_delay = w.next_delay;
 	}
-	if (w.entry->streak < UINT16_MAX)
-		w.entry->streak++;
-	if (w.entry->crowded > 0)
-		w.entry->crowded--;
-	if (result != BORROWED) {
-		w.entry->reborrows = 0;
-		/* Not only under "park": another process sharing the lock may sleep. */
-		after_served(&w, ticket, word);
-	}
-	if (cfg->stats != NULL)
+	if (how != AS_HEAD)
+		w.st.borrows++; /* no ticket consumed: counted apart in the totals */
+	if (cfg->stats != NULL) {
 		ts_stats_record(lock, ticket, caller, &w.st, w.tune ? w.delay : 0);
+		/* Ours alone to write while we hold the lock (but for a head's request). */
+		__atomic_fetch_or(lock, TS_STATS_DUE, __ATOMIC_RELAXED);
+	}
 }

@@ -29,8 +29,13 @@ TS_EXPORT int pthread_spin_init(pthread_spinlock_t *lock, int pshared)
 {
 	if (pshared != PTHREAD_PROCESS_PRIVATE && pshared != PTHREAD_PROCESS_SHARED)
 		return EINVAL;
-	/* Publication to other threads is the caller's business, as with glibc. */
-	__atomic_store_n(word_of(lock), 0, __ATOMIC_RELAXED);
+	/*
+	 * Publication to other threads is the caller's business, as with glibc.
+	 * A process-shared lock is marked: its waiters must sleep where other
+	 * processes can wake them (parking.c).
+	 */
+	__atomic_store_n(word_of(lock), pshared == PTHREAD_PROCESS_SHARED ? TS_SHARED : 0,
+	                 __ATOMIC_RELAXED);
 	if (ts_config()->stats != NULL)
 		ts_stats_init(word_of(lock)); /* tickets restart: TICKET_STATS totals must know */
 	return 0;
@@ -47,7 +52,7 @@ TS_EXPORT int pthread_spin_destroy(pthread_spinlock_t *lock)
 {
 	uint32_t word = __atomic_load_n(word_of(lock), __ATOMIC_RELAXED);
 
-	if (__builtin_expect(!ts_word_is_free(word), 0))
+	if (__builtin_expect(!ts_word_is_idle(word), 0))
 		ts_misuse_destroy_held(word_of(lock), word, __builtin_return_address(0));
 	return 0;
 }
@@ -66,11 +71,8 @@ TS_EXPORT int pthread_spin_trylock(pthread_spinlock_t *lock)
 /* An unlock of a lock no one holds leaves the word alone (see ts_unlock()). */
 TS_EXPORT int pthread_spin_unlock(pthread_spinlock_t *lock)
 {
-	if (__builtin_expect(ts_unlock(word_of(lock)), 1)) {
-		if (__builtin_expect(ts_stats_fold_due, 0))
-			ts_stats_after_unlock(); /* TICKET_STATS: released, now the bookkeeping */
+	if (__builtin_expect(ts_unlock(word_of(lock)), 1))
 		return 0;
-	}
 	ts_misuse_unlock_unheld(word_of(lock), __atomic_load_n(word_of(lock), __ATOMIC_RELAXED),
 	                        __builtin_return_address(0));
 	return EPERM;

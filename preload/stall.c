@@ -36,7 +36,7 @@ void ts_stall_check(struct ts_stall_watch *watch, const struct ts_config *cfg,
 		       "outside a full line (%u tickets in line, word 0x%08x); still "
 		       "waiting (TICKET_STALL_MS=%u)%s",
 		       where, from, (unsigned long long)waited_ms,
-		       ts_tickets_between(ts_serving(word), ts_next(word)), word, cfg->stall_ms, note);
+		       ts_queued(word), word, cfg->stall_ms, note);
 	else
 		ts_log("stall: pthread_spin_lock(%s) called from %s has waited %llu ms, "
 		       "%u ticket%s ahead (word 0x%08x); still waiting "

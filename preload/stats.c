@@ -11,20 +11,14 @@
  *    100 iterations): that look comes during the hand-over, and a clock read
  *    before it cost 2 threads a tenth of their throughput;
  *  - while the lock is held, one clock read and a dozen plain stores into
- *    the thread's own pending record (ts_stats_record), and once in
- *    HOLD_SAMPLE_EVERY a store to the shared hold table.  The time must be
+ *    the thread's own pending record (ts_stats_record).  The time must be
  *    read while holding the lock: it orders the records of all threads like
- *    their tickets, which the totals need.  Read before the look that finds
- *    the turn, it can come before the previous holder's (that look's load
- *    takes a cache-line transfer), and read after the release, a preemption
- *    can delay it past later holders': either made the totals of a 4-thread
- *    test overcount, one run in eight or three in eight;
- *  - after the release (pthread_spin_unlock() calls ts_stats_after_unlock()
- *    when ts_stats_fold_due is set), the rest: the hold sample and folding
- *    the record into the per-lock aggregates (hash lookups, histograms,
- *    segments).  Done at the next wait's start instead (as it was first),
- *    it delayed that wait's first look, and cost 2 threads about a sixth of
- *    their throughput.
+ *    their tickets, which the totals need;
+ *  - after the release, the rest: the hold sample (one clock read) and
+ *    folding the record into the per-lock aggregates (hash lookups,
+ *    histograms, segments).  The slow path marks the lock byte
+ *    (TS_STATS_DUE), which sends the unlock out of line to
+ *    ts_stats_after_unlock(): the uncontended unlock tests nothing more.
  * No shared atomics: each thread claims a slot of the file once (one
  * fetch-add) and writes only there.  `make bench` measures the result.
  *
@@ -42,18 +36,9 @@
  * the ticket is drawn, see wait_in_line()) to the acquisition, every
  * contended acquisition; none for one served at that first look.
  *
- * Hold time cannot be taken by the holder: unlock is a load and a store and
- * records nothing.  The waiter served next times it instead: the holder
- * writes its ticket and the time it acquired into a small per-process table
- * (hold_table, by lock hash), and the next holder, if it too was served in
- * the slow path, reads it after its own release: the difference between
- * the two acquisitions' times is the previous holder's hold time plus the
- * hand-over (tens of ns).  Only 1 ticket in HOLD_SAMPLE_EVERY is sampled
- * (both sides decide from the ticket number alone), so that the table's
- * cache line moves between CPUs once per that many acquisitions, not at
- * each; and a waiter that slept or yielded does not take a sample, since
- * the time it took to get back on a CPU is not the holder's.  Hold times are
- * thus those of contended acquisitions followed by another.
+ * Hold time: from the clock read as a contended acquisition became ours
+ * (ts_stats_record) to the one just after its release
+ * (ts_stats_after_unlock); acquisitions on the fast path have none.
  *
  * Security.  The file is created with O_CREAT | O_EXCL | O_NOFOLLOW, mode
  * 0600: never truncating or following a link to an existing file, never
@@ -93,8 +78,6 @@
 #include "stats_file.h"
 #include "ticket_lock.h"
 
-#define HOLD_SAMPLE_EVERY 16u /* tickets per hold sample: a power of two */
-#define HOLD_TABLE_BITS 6
 
 enum { FILE_NONE, FILE_CREATING, FILE_READY, FILE_FAILED };
 
@@ -123,7 +106,6 @@ static bool report_nowhere;    /* a forked child without %p in FILE: keep the sh
 #define TLS_IE __attribute__((tls_model("initial-exec")))
 static __thread struct ts_thread_slot *mine TLS_IE;
 static __thread bool mine_failed TLS_IE;
-__thread bool ts_stats_fold_due TLS_IE;
 
 /*
  * pthread_spin_init() calls, per hash of the lock address: a segment must not
@@ -132,14 +114,6 @@ __thread bool ts_stats_fold_due TLS_IE;
  */
 #define EPOCH_BITS 8
 static uint32_t init_epochs[1u << EPOCH_BITS];
-
-/* The hold-time hand-over: see the header. */
-static struct {
-	uint64_t word; /* lock tag (16) | ticket number (14) | acquired >> 4 (34); 0: none */
-} __attribute__((aligned(64))) hold_table[1u << HOLD_TABLE_BITS];
-
-#define HOLD_TIME_BITS 34
-#define HOLD_TIME_MASK ((1ull << HOLD_TIME_BITS) - 1)
 
 static inline uint64_t stats_clock(void)
 {
@@ -515,93 +489,11 @@ static struct ts_thread_slot *my_slot(void)
 	return t;
 }
 
-/* The hold-table word of @lock's hash: see the header. */
-static uint64_t *hold_word(uint32_t hash)
-{
-	return &hold_table[hash >> (32 - HOLD_TABLE_BITS)].word;
-}
-
-static uint64_t hold_number(uint16_t ticket)
-{
-	return (ticket / TS_TICKET_STEP) & 0x3fff;
-}
-
-/*
- * The holder of the ticket before a sampled one publishes when it was
- * served: a plain store, which another lock with the same entry may
- * overwrite (a lost sample).  Inside the critical section, once in
- * HOLD_SAMPLE_EVERY contended acquisitions.
- */
-static void hold_publish(uint32_t hash, uint16_t ticket, uint64_t served)
-{
-	uint64_t number = hold_number(ticket);
-
-	if ((number & (HOLD_SAMPLE_EVERY - 1)) != HOLD_SAMPLE_EVERY - 1)
-		return;
-	__atomic_store_n(hold_word(hash), (uint64_t)(hash & 0xffff) << 48 |
-		                                          number << HOLD_TIME_BITS |
-		                                          ((served >> 4) & HOLD_TIME_MASK),
-		                 __ATOMIC_RELAXED);
-}
-
-/*
- * The sampled holder takes the sample later, when it folds its record (not
- * while it holds the lock): the hold time of the holder before it, plus the
- * hand-over; 0 when there is none to take.  The number check rejects a word
- * published for another ticket (a later sample, or a lock sharing the entry
- * with the same tag, 16384 tickets away at least).
- */
-static uint64_t hold_take(const struct ts_pending *p)
-{
-	uint64_t number = hold_number(p->ticket);
-	uint32_t hash;
-	uint64_t *word;
-	uint64_t seen, held;
-
-	/*
-	 * A borrowed turn is served under another's ticket; a sleeper's wake-up
-	 * is not the holder's; a record served at once has no time.
-	 */
-	if ((number & (HOLD_SAMPLE_EVERY - 1)) != 0 || p->borrows != 0 || p->parks != 0 ||
-	    p->yields != 0 || p->at_once)
-		return 0;
-	hash = ts_lock_hash((const void *)(uintptr_t)p->lock);
-	word = hold_word(hash);
-	seen = __atomic_load_n(word, __ATOMIC_RELAXED);
-	if (seen >> 48 != (hash & 0xffff) ||
-	    ((seen >> HOLD_TIME_BITS) & 0x3fff) != ((number - 1) & 0x3fff))
-		return 0;
-	__atomic_store_n(word, 0, __ATOMIC_RELAXED); /* consumed */
-	held = ((p->served >> 4) - seen) & HOLD_TIME_MASK;
-	/*
-	 * A "negative" difference (the upper half of the range): the two CPUs'
-	 * TSCs disagree by more than the hold (seen under KVM); no sample,
-	 * rather than one of 2^38 ticks.
-	 */
-	if (held > HOLD_TIME_MASK / 2)
-		return 0;
-	return held != 0 ? held << 4 : 1;
-}
-
-/*
- * Folds the pending record, with its hold sample if it is to take one;
- * names a new call site's object if it is new.
- */
+/* Folds the pending record; names a new call site's object if it is new. */
 static void fold(struct ts_thread_slot *t)
 {
-	struct ts_pending *p = &t->pending;
 	uint32_t sites = t->nsites;
-	uint64_t hold = hold_take(p);
 
-	if (hold != 0) {
-		uint64_t seq = p->seq;
-
-		/* rewritten as ts_stats_record() writes it: readers skip it meanwhile */
-		__atomic_store_n(&p->seq, seq + 1, __ATOMIC_RELAXED);
-		__atomic_signal_fence(__ATOMIC_SEQ_CST);
-		p->hold = hold;
-		__atomic_store_n(&p->seq, seq + 2, __ATOMIC_RELEASE);
-	}
 	ts_slot_fold(t, seg_gap);
 	if (t->nsites != sites && !module_known(t->sites[t->last_site].caller))
 		note_modules(); /* a dlopen()ed object */
@@ -625,10 +517,28 @@ void ts_stats_wait_begin(struct ts_wait_stats *wait, bool served_at_once)
 void ts_stats_after_unlock(void)
 {
 	struct ts_thread_slot *t = mine;
+	struct ts_pending *p;
 
-	ts_stats_fold_due = false;
-	if (t != NULL && t->folded != t->pending.seq)
-		fold(t);
+	if (t == NULL || t->folded == t->pending.seq)
+		return;
+	p = &t->pending;
+	if (p->served != 0) {
+		uint64_t seq = p->seq;
+		uint64_t held = stats_clock() - p->served;
+
+		/*
+		 * The hold: from the clock read as the lock became ours to now,
+		 * just after the release.  A "negative" one (the two CPUs' TSCs
+		 * disagree, seen under KVM, after a migration) is no sample.
+		 * Rewritten as ts_stats_record() writes it: readers skip it
+		 * meanwhile.
+		 */
+		__atomic_store_n(&p->seq, seq + 1, __ATOMIC_RELAXED);
+		__atomic_signal_fence(__ATOMIC_SEQ_CST);
+		p->hold = (int64_t)held > 0 ? held : 0;
+		__atomic_store_n(&p->seq, seq + 2, __ATOMIC_RELEASE);
+	}
+	fold(t);
 }
 
 void ts_stats_record(const void *lock, uint16_t ticket, const void *caller,
@@ -669,9 +579,6 @@ void ts_stats_record(const void *lock, uint16_t ticket, const void *caller,
 	p->ticket = ticket;
 	p->ahead = wait->ahead;
 	__atomic_store_n(&p->seq, seq + 1, __ATOMIC_RELEASE);
-	if (wait->borrows == 0 && served != 0)
-		hold_publish(hash, ticket, served);
-	ts_stats_fold_due = true;
 }
 
 void ts_stats_init(const void *lock)

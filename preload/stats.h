@@ -23,7 +23,7 @@ struct ts_wait_stats {
 	uint32_t polls;  /* loads of the lock word after a pause */
 	uint32_t yields; /* sched_yield() calls */
 	uint32_t parks;  /* futex sleeps attempted */
-	uint32_t borrows; /* stalled turns held in a descheduled waiter's place (0 or 1) */
+	uint32_t borrows; /* 1: taken with no ticket (stolen, or escaped: slowpath.c) */
 	uint16_t ahead;  /* tickets ahead of ours when we began to wait, holder included */
 	uint64_t begin;  /* set by ts_stats_wait_begin(): when the wait began; 0: not timed */
 	bool at_once;    /* set by ts_stats_wait_begin(): our turn had come at the first look */
@@ -52,26 +52,19 @@ void ts_stats_wait_begin(struct ts_wait_stats *wait, bool served_at_once);
  * @ticket is the ticket it was served with, @caller the return
  * address of pthread_spin_lock(), @delay the thread's tuned delay for @lock
  * after this wait (fixed point, TS_DELAY_SHIFT; 0 when the delay is not
- * auto-tuned).  Cheap: at most one clock read, a dozen stores to the
- * thread's own slot, and one in HOLD_SAMPLE_EVERY a store to a shared
- * table; never allocates, never takes a lock (after the thread's first
- * record).
+ * auto-tuned).  Cheap: at most one clock read and a dozen stores to the
+ * thread's own slot; never allocates, never takes a lock (after the
+ * thread's first record).
  */
 void ts_stats_record(const void *lock, uint16_t ticket, const void *caller,
                      const struct ts_wait_stats *wait, uint32_t delay);
 
 /*
- * True in a thread whose latest ts_stats_record() is not folded into the
- * per-lock aggregates yet.  pthread_spin_unlock() tests it after releasing
- * the lock and then calls ts_stats_after_unlock(): the bookkeeping of a
- * contended acquisition is done neither while holding the lock (where it
- * would lengthen the critical section) nor before the first look of the
- * next wait (where it would delay taking a lock just released), but while
- * the other threads have the lock.  initial-exec: one load, no call.
+ * After the release of a lock whose slow path recorded (the lock byte's
+ * TS_STATS_DUE sent the unlock out of line): takes the hold sample and folds
+ * the calling thread's pending record into the per-lock aggregates, while
+ * the other threads have the lock.
  */
-extern __thread bool ts_stats_fold_due __attribute__((tls_model("initial-exec")));
-
-/* The calling thread's pending bookkeeping; see ts_stats_fold_due. */
 void ts_stats_after_unlock(void);
 
 /* Notes that pthread_spin_init() reset @lock (its tickets restart from 0). */

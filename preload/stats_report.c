@@ -327,7 +327,7 @@ static uint64_t total_of(const struct ts_segment *r, size_t n, const struct ts_i
 	}
 	for (size_t i = 0; i < ninits; i++)
 		points[np++] = (struct point){ inits[i].at,
-		                               (uint16_t)(0u - TS_TICKET_STEP) & TS_TICKET_MASK, INIT, 0 };
+		                               (uint16_t)((0u - 1u) & TS_TICKET_MASK), INIT, 0 };
 	qsort(points, np, sizeof(*points), by_time);
 	/* initialisations before the first observation or after the last do not count */
 	for (start = 0; points[start].kind == INIT; start++)

@@ -1,44 +1,67 @@
 /*
  * ticket_lock.h - the lock word and the fast paths of ticketspin.
  *
- * The lock is the caller's own 4-byte pthread_spinlock_t, used in place:
+ * The lock is the caller's own 4-byte pthread_spinlock_t, used in place: a
+ * lock byte, which says who holds the lock, and a ticket queue of the threads
+ * waiting for it, which says in which order they get it.
  *
- *   bits  0..15  "serving": the ticket now being served (written only by the
- *                holder's unlock, with a plain 16-bit store, or by a CAS of a
- *                waiter claiming or borrowing the turn, see below)
- *   bits 16..31  "next":    the next ticket to hand out (fetch-add by lockers)
+ *   bits  0..7   lock byte: 0 free, TS_LOCKED held, and while held two
+ *                requests to the unlock: TS_WAKE_HEAD (the head of the queue
+ *                sleeps and wants to be woken) and TS_WAKE_NEXT (the waiter
+ *                that has just become the head may sleep: wake it), and
+ *                TS_STATS_DUE (TICKET_STATS has bookkeeping to do).  Written
+ *                by an unlock with a plain byte store (to 0), otherwise only
+ *                by atomic read-modify-writes of the whole word.
+ *   bits  8..13  bypass: acquisitions by threads outside the queue since the
+ *                head of the queue began to watch (TS_WATCHING).
+ *   bit  14      TS_WATCHING: the head of the queue is running and watching
+ *                the lock; stealers count themselves in "bypass", and when it
+ *                reaches TICKET_BYPASS they queue instead.
+ *   bit  15      TS_SLEEPERS: a waiter in the queue may be asleep.
+ *   bits 16..22  head: the ticket at the front of the queue.
+ *   bits 24..30  next: the next ticket to hand out.
+ *   bit  31      TS_SHARED: initialised PTHREAD_PROCESS_SHARED (waiters then
+ *                sleep on the word itself, and no one steals; parking.c).
  *
- * Tickets advance by four, so the two low bits of each half are flags:
+ * Everything but the lock byte changes only by atomic read-modify-writes, so
+ * the unlock's byte store cannot lose an update to it.
  *
- *   bit  0 TS_HANDOFF  the served ticket's holder has not claimed its turn
- *                      yet.  Set by an unlock only in lending mode
- *                      (TS_LENDING) and when a waiter exists; the waiter then
- *                      claims with a CAS.  Otherwise a waiter owns the lock
- *                      the moment it is served, as in any ticket lock.
- *   bit  1 TS_BORROWED a thread holding no ticket holds the lock during an
- *                      unclaimed turn (the served waiter is not running); its
- *                      unlock gives the turn back (TS_HANDOFF again), so the
- *                      served waiter never loses its place.
- *   bit 16 TS_LENDING  lending mode: the line has stalled recently, so
- *                      unlocks mark the turns they hand over, and a turn left
- *                      unclaimed may be lent (slowpath.c).
- *   bit 17 TS_SLEEPERS a waiter may be asleep on this word's futex: unlocks
- *                      wake the waiter they serve, and waiters served in the
- *                      slow path wake the one behind them (parking.c).
+ * The protocol (slowpath.c has the details and the reasons):
+ *  - Free is "lock byte 0".  A thread takes the lock by setting the lock byte
+ *    with an atomic operation that saw it 0; nothing else makes an owner.
+ *  - Uncontended: the whole word is 0; lock is one compare-and-swap to
+ *    TS_LOCKED, unlock one load and one byte store.
+ *  - Contended: a thread that finds the lock free but the queue not empty
+ *    may take it anyway (steal) unless the head is watching and has been
+ *    bypassed TICKET_BYPASS times already; otherwise it draws a ticket and
+ *    queues.  The head of the queue takes the lock when it sees it free,
+ *    advancing "head" in the same compare-and-swap.  Only the last ticket may
+ *    be given back (withdrawn), and only by a waiter that takes the lock in
+ *    the same operation because the head did not for TS_ESCAPE_NS (it is not
+ *    running).
  *
- * The flags of the "next" half are never written by the unlocking store, so
- * an unlock cannot clear them.
+ * Invariants:
+ *  I1 at most one thread holds the lock: the one whose atomic operation
+ *     changed the lock byte from 0 to TS_LOCKED; the byte is 0 again only by
+ *     that thread's unlock.
+ *  I2 the tickets in the queue are those from head up to next (mod 2^7), at
+ *     most TS_QUEUE_CAPACITY of them: each belongs to exactly one waiting
+ *     thread; head advances only when that ticket's waiter takes the lock,
+ *     next goes back only when the last ticket's waiter takes it.
+ *  I3 while TS_WATCHING is set, bypass counts the acquisitions by other than
+ *     the head, and no steal makes it exceed TICKET_BYPASS.  TS_WATCHING is
+ *     set only by the head, and cleared by the head's own acquisition, by the
+ *     head before it sleeps, and by a waiter that takes the lock because the
+ *     watching head left it free for TS_ESCAPE_NS.
+ *  I4 TS_SLEEPERS is set before any waiter in the queue sleeps, and cleared
+ *     only by a head taking the lock with at most one waiter behind it, which
+ *     then wakes that waiter (TS_WAKE_NEXT).
  *
- * All-zero is unlocked, so a zero-filled lock works without init.  Tickets are
- * 14 bits wide: at most 16,383 threads may wait on one lock at once; one more
- * would make the line look empty and break mutual exclusion.
- *
- * Assumptions (checked by configure and by the tests, stated here because the
- * code relies on them silently):
+ * Assumptions (the code relies on them silently):
  *  - x86-64: little-endian, total store order, and coherent mixed-size
- *    accesses: the 16-bit unlock store and the 32-bit fetch-add/loads act on
+ *    accesses: the unlock's 8-bit store and the 32-bit atomics act on
  *    overlapping bytes of one word.  C11 does not define mixed-size atomics;
- *    GCC and x86 do what the kernel's ticket locks also rely on.
+ *    GCC and x86 do what the kernel's locks also rely on.
  *  - pthread_spinlock_t is a 4-byte, 4-aligned int (glibc).
  *
  * The fast paths return early and do nothing else: no environment, no TLS,
@@ -51,106 +74,117 @@
 #include <stdint.h>
 
 typedef uint32_t __attribute__((may_alias)) ts_word_t;
-typedef uint16_t __attribute__((may_alias)) ts_half_t;
+typedef uint8_t __attribute__((may_alias)) ts_byte_t;
 
-#define TS_TICKET_STEP  4u                     /* one ticket, in either half */
-#define TS_NEXT_STEP    (TS_TICKET_STEP << 16) /* one ticket, added to "next" */
-#define TS_TICKET_MASK  0xfffcu                /* a half without its flag bits */
-#define TS_HANDOFF      (1u << 0)
-#define TS_BORROWED     (1u << 1)
-#define TS_LENDING      (1u << 16)
-#define TS_SLEEPERS     (1u << 17)
-/* Any of these sends an unlock out of line. */
-#define TS_UNLOCK_FLAGS (TS_LENDING | TS_SLEEPERS | TS_HANDOFF | TS_BORROWED)
-#define TS_MAX_WAITERS  16383u
+#define TS_LOCKED       0x01u
+#define TS_WAKE_HEAD    0x02u
+#define TS_WAKE_NEXT    0x04u
+#define TS_STATS_DUE    0x08u /* TICKET_STATS: the unlock folds the record (stats.c) */
+#define TS_LOCK_BYTE    0xffu
+#define TS_BYPASS_SHIFT 8
+#define TS_BYPASS_ONE   (1u << TS_BYPASS_SHIFT)
+#define TS_BYPASS_MASK  (0x3fu << TS_BYPASS_SHIFT)
+#define TS_BYPASS_MAX   63u /* the largest TICKET_BYPASS the field holds */
+#define TS_WATCHING     (1u << 14)
+#define TS_SLEEPERS     (1u << 15)
+#define TS_HEAD_SHIFT   16
+#define TS_NEXT_SHIFT   24
+#define TS_TICKET_BITS  7
+#define TS_TICKET_MASK  ((1u << TS_TICKET_BITS) - 1)
+#define TS_HEAD_ONE     (1u << TS_HEAD_SHIFT)
+#define TS_NEXT_ONE     (1u << TS_NEXT_SHIFT)
+#define TS_HEAD_FIELD   (TS_TICKET_MASK << TS_HEAD_SHIFT)
+#define TS_NEXT_FIELD   (TS_TICKET_MASK << TS_NEXT_SHIFT)
+#define TS_SHARED       (1u << 31)
+/* Most tickets in the queue at once: one fewer than the ticket space, so a
+ * full queue never looks empty.  Threads beyond it wait outside. */
+#define TS_QUEUE_CAPACITY TS_TICKET_MASK
 
-static inline uint16_t ts_serving(uint32_t word) { return (uint16_t)(word & TS_TICKET_MASK); }
-static inline uint16_t ts_next(uint32_t word) { return (uint16_t)((word >> 16) & TS_TICKET_MASK); }
+static inline uint8_t ts_lock_byte(uint32_t word) { return (uint8_t)(word & TS_LOCK_BYTE); }
+static inline uint32_t ts_bypass(uint32_t word) { return (word & TS_BYPASS_MASK) >> TS_BYPASS_SHIFT; }
+static inline uint8_t ts_head(uint32_t word) { return (uint8_t)((word >> TS_HEAD_SHIFT) & TS_TICKET_MASK); }
+static inline uint8_t ts_next(uint32_t word) { return (uint8_t)((word >> TS_NEXT_SHIFT) & TS_TICKET_MASK); }
 
-/* Tickets from @from up to (not including) @to, modulo the 14-bit ticket space. */
-static inline uint16_t ts_tickets_between(uint16_t from, uint16_t to)
+/* Tickets from @from up to (not including) @to, modulo the ticket space. */
+static inline uint32_t ts_tickets_between(uint8_t from, uint8_t to)
 {
-	return (uint16_t)((uint16_t)(to - from) & TS_TICKET_MASK) / TS_TICKET_STEP;
+	return (uint32_t)(to - from) & TS_TICKET_MASK;
+}
+
+static inline uint32_t ts_queued(uint32_t word)
+{
+	return ts_tickets_between(ts_head(word), ts_next(word));
+}
+
+/* No one holds the lock and no one waits in the queue. */
+static inline bool ts_word_is_idle(uint32_t word)
+{
+	return (word & ~TS_SHARED & ~(TS_BYPASS_MASK | TS_WATCHING | TS_SLEEPERS)) == 0 &&
+	       ts_queued(word) == 0;
+}
+
+static inline ts_byte_t *ts_lock_byte_of(ts_word_t *lock)
+{
+	return (ts_byte_t *)lock; /* little-endian: the low byte comes first */
 }
 
 /*
- * Free: no ticket outstanding, and no turn handed over or lent.  (glibc's
- * unlocked word, 1, is not free by this test: its first locker goes through
- * the slow path, which claims the "turn" and leaves a valid word.)
+ * Out of line (slowpath.c): acquire the lock, whose word was @seen when our
+ * compare-and-swap failed; acquire ordering.  @caller is the return address
+ * of pthread_spin_lock(), for reports.
  */
-static inline bool ts_word_is_free(uint32_t word)
-{
-	return (((word ^ (word >> 16)) & TS_TICKET_MASK) | (word & (TS_HANDOFF | TS_BORROWED))) == 0;
-}
-
-static inline ts_half_t *ts_serving_half(ts_word_t *lock)
-{
-	return (ts_half_t *)lock; /* little-endian: the low half comes first */
-}
-
-/*
- * Out of line (slowpath.c): wait until the ticket in @drawn's "next" half is
- * served; acquire ordering.  @drawn is the word our fetch-add returned: the
- * slow path starts from it rather than loading the word again at once.
- * @caller is the return address of pthread_spin_lock(), for reports.
- */
-void ts_lock_slow(ts_word_t *lock, uint32_t drawn, const void *caller);
+void ts_lock_slow(ts_word_t *lock, uint32_t seen, const void *caller);
 
 static inline void ts_lock(ts_word_t *lock, const void *caller)
 {
-	/*
-	 * ACQUIRE pairs with the RELEASE store in ts_unlock(): when the ticket we
-	 * drew is already being served, the previous holder's critical section
-	 * happens-before ours.
-	 */
-	uint32_t old = __atomic_fetch_add(lock, TS_NEXT_STEP, __ATOMIC_ACQUIRE);
+	uint32_t seen = 0;
 
-	if (__builtin_expect(ts_word_is_free(old), 1))
+	/*
+	 * ACQUIRE pairs with the RELEASE store in ts_unlock(): the previous
+	 * holder's critical section happens-before ours.
+	 */
+	if (__builtin_expect(__atomic_compare_exchange_n(lock, &seen, TS_LOCKED, false,
+	                                                 __ATOMIC_ACQUIRE, __ATOMIC_RELAXED), 1))
 		return;
-	ts_lock_slow(lock, old, caller);
+	ts_lock_slow(lock, seen, caller);
 }
 
-/* Returns true when the lock was taken; never waits, never leaves a ticket. */
+/* Out of line: trylock of a word that is not all zero. */
+bool ts_trylock_slow(ts_word_t *lock, uint32_t seen);
+
+/* Returns true when the lock was taken; never waits, never takes a ticket. */
 static inline bool ts_trylock(ts_word_t *lock)
 {
-	uint32_t old = __atomic_load_n(lock, __ATOMIC_RELAXED);
+	uint32_t seen = 0;
 
-	if (!ts_word_is_free(old))
-		return false;
-	/*
-	 * ACQUIRE on success pairs with the RELEASE store in ts_unlock(), as in
-	 * ts_lock().  A failed exchange means another thread drew a ticket (or
-	 * parked) since our load: the lock is taken, and we report it so.
-	 */
-	return __atomic_compare_exchange_n(lock, &old, old + TS_NEXT_STEP, false,
-	                                   __ATOMIC_ACQUIRE, __ATOMIC_RELAXED);
+	/* ACQUIRE on success pairs with the RELEASE store in ts_unlock(), as in ts_lock(). */
+	if (__atomic_compare_exchange_n(lock, &seen, TS_LOCKED, false, __ATOMIC_ACQUIRE,
+	                                __ATOMIC_RELAXED))
+		return true;
+	return ts_trylock_slow(lock, seen);
 }
 
-/* Out of line (slowpath.c): unlock of a word with flags set, or not held. */
+/* Out of line (slowpath.c): unlock of a word whose lock byte is not TS_LOCKED. */
 bool ts_unlock_slow(ts_word_t *lock, uint32_t word);
 
 /*
- * Returns false, and leaves the word alone, when no one holds the lock (an
- * unlock too many would otherwise move "serving" past "next" and make every
- * later lock() wait forever).  Otherwise one load and one store.
+ * Returns false, and leaves the word alone, when no one holds the lock.
+ * Otherwise one load and one store.
  */
 static inline bool ts_unlock(ts_word_t *lock)
 {
-	/* Only the holder writes "serving", so the value we read is our own. */
+	/* Only the holder's unlock writes the lock byte: the value we read is ours. */
 	uint32_t word = __atomic_load_n(lock, __ATOMIC_RELAXED);
 
-	/* Flags, or no ticket outstanding (not held: the slow path refuses it). */
-	if (__builtin_expect((word & TS_UNLOCK_FLAGS) ||
-	                     ts_serving(word) == ts_next(word), 0))
+	if (__builtin_expect(ts_lock_byte(word) != TS_LOCKED, 0))
 		return ts_unlock_slow(lock, word);
 	/*
-	 * RELEASE pairs with the ACQUIRE fetch-add in ts_lock() and the ACQUIRE
-	 * polls in ts_lock_slow(): our critical section happens-before the next
-	 * holder's.  A 16-bit store cannot disturb tickets drawn meanwhile in the
-	 * "next" half, nor the flags there.
+	 * RELEASE pairs with the ACQUIRE compare-and-swap of the next holder
+	 * (ts_lock(), slowpath.c): our critical section happens-before its.
+	 * A byte store cannot disturb the queue or the flags, which others
+	 * change meanwhile with atomic operations on the whole word.
 	 */
-	__atomic_store_n(ts_serving_half(lock), (uint16_t)(ts_serving(word) + TS_TICKET_STEP),
-	                 __ATOMIC_RELEASE);
+	__atomic_store_n(ts_lock_byte_of(lock), 0, __ATOMIC_RELEASE);
 	return true;
 }
 
