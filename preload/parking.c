@@ -136,7 +136,7 @@ enum ts_sleep ts_sleep_as_head(ts_word_t *lock, uint32_t hash, uint8_t ticket, u
 	uint32_t asleep;
 
 	do {
-		if (ts_head(word) != ticket || ts_lock_byte(word) == 0)
+		if (ts_head(word) != ticket || !ts_is_held(word))
 			return TS_SLEEP_SKIPPED;
 		asleep = (word | TS_WAKE_HEAD) & ~(TS_WATCHING | TS_BYPASS_MASK);
 		/* SEQ_CST: ordered against the unlock's load (see "Why no lost wake-up"). */
@@ -145,7 +145,7 @@ enum ts_sleep ts_sleep_as_head(ts_word_t *lock, uint32_t hash, uint8_t ticket, u
 	if (asleep & TS_SHARED)
 		return futex_sleep(lock, true, asleep, ticket, nap_ns);
 	/* An unlock whose store landed since: it may have missed the request. */
-	if (ts_lock_byte(__atomic_load_n(lock, __ATOMIC_SEQ_CST)) == 0)
+	if (!ts_is_held(__atomic_load_n(lock, __ATOMIC_SEQ_CST)))
 		return TS_SLEEP_SKIPPED;
 	return futex_sleep(&slot->seq, false, seq, ticket, nap_ns);
 }

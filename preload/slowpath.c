@@ -104,7 +104,7 @@ static uint32_t queue_capacity(const struct ts_config *cfg)
 /* May a thread holding no ticket take the lock of @word now? */
 static bool may_steal(const struct ts_config *cfg, uint32_t word)
 {
-	if (ts_lock_byte(word) != 0)
+	if (ts_is_held(word))
 		return false;
 	if (ts_queued(word) == 0)
 		return true; /* a free lock, no one waiting */
@@ -113,10 +113,16 @@ static bool may_steal(const struct ts_config *cfg, uint32_t word)
 	return !(word & TS_WATCHING) || ts_bypass(word) < cfg->bypass_max;
 }
 
-/* @word as a steal leaves it: held, and counted if the head watches (I3). */
+/*
+ * @word as a steal leaves it: held, and counted if the head watches (I3).
+ * With no one in the queue, no flag of a waiter can still be due: they go,
+ * so that the next acquisition finds the word all zero again (fast path).
+ */
 static uint32_t stolen(uint32_t word)
 {
-	word |= TS_LOCKED;
+	word = (word & ~TS_LOCK_BYTE) | TS_LOCKED;
+	if (ts_queued(word) == 0)
+		return word & ~(TS_SLEEPERS | TS_WATCHING | TS_BYPASS_MASK);
 	if (word & TS_WATCHING)
 		word += TS_BYPASS_ONE; /* below TS_BYPASS_MAX: may_steal() checked */
 	return word;
@@ -147,7 +153,7 @@ bool ts_trylock_slow(ts_word_t *lock, uint32_t seen)
 
 bool ts_unlock_slow(ts_word_t *lock, uint32_t word)
 {
-	if (!(ts_lock_byte(word) & TS_LOCKED))
+	if (!ts_is_held(word))
 		return false; /* no one holds the lock */
 	/* RELEASE pairs with the next holder's ACQUIRE, as in ts_unlock(). */
 	__atomic_store_n(ts_lock_byte_of(lock), 0, __ATOMIC_RELEASE);
@@ -193,7 +199,7 @@ static bool take_as_head(struct waiter *w, uint8_t ticket, uint32_t *word)
 	uint32_t behind = ts_tickets_between(ticket, ts_next(*word)) - 1u;
 	uint32_t taken = with_head(*word, ticket + 1u) & ~(TS_WATCHING | TS_BYPASS_MASK);
 
-	taken |= TS_LOCKED;
+	taken = (taken & ~TS_LOCK_BYTE) | TS_LOCKED;
 	if (*word & TS_SLEEPERS) {
 		/* I4: with at most one behind us, it is the only one that may sleep. */
 		if (behind > 0)
@@ -223,8 +229,13 @@ static bool escape(struct waiter *w, uint32_t *word)
 {
 	uint32_t taken = with_next(*word, ts_next(*word) - 1u) & ~(TS_WATCHING | TS_BYPASS_MASK);
 
+	/* Only the head is left, and it was watching, not asleep (I4). */
+	if (ts_queued(taken) <= 1)
+		taken &= ~TS_SLEEPERS;
+
 	/* ACQUIRE pairs with the RELEASE store in ts_unlock(). */
-	return __atomic_compare_exchange_n(w->lock, word, taken | TS_LOCKED, false, __ATOMIC_ACQUIRE,
+	taken = (taken & ~TS_LOCK_BYTE) | TS_LOCKED;
+	return __atomic_compare_exchange_n(w->lock, word, taken, false, __ATOMIC_ACQUIRE,
 	                                   __ATOMIC_RELAXED);
 }
 
@@ -257,12 +268,28 @@ static void stats_wait_begins(struct waiter *w, bool at_once)
 	ts_stats_wait_begin(&w->st, at_once);
 }
 
-/* The pauses before the next look, at @pos tickets behind the head. */
-static uint64_t pauses_before_look(const struct waiter *w, uint32_t pos, bool strict)
+/*
+ * How many acquisitions, as the seeds' backoff counts them (holder
+ * included), come before ours: behind the head, the tickets ahead; at the
+ * head, the steals a watching head still allows.  So the head looks
+ * rarely while the holder's burst has far to go, and tightly when it ends:
+ * the seeds' proportional backoff, with the bypass count as the distance.
+ */
+static uint32_t acquisitions_ahead(const struct waiter *w, uint32_t word, uint32_t pos)
 {
-	uint64_t pauses = ts_backoff_pauses(w->cfg, w->delay, w->next_delay, (uint16_t)(pos + 1));
+	uint32_t bypass = ts_bypass(word);
 
-	if (pos == 0 && !strict && pauses > TS_HEAD_MAX_PAUSES)
+	if (pos > 0 || !(word & TS_WATCHING) || bypass >= w->cfg->bypass_max)
+		return pos + 1;
+	return w->cfg->bypass_max - bypass + 1;
+}
+
+/* The pauses before the next look, @ahead acquisitions before ours. */
+static uint64_t pauses_before_look(const struct waiter *w, uint32_t ahead, bool head, bool strict)
+{
+	uint64_t pauses = ts_backoff_pauses(w->cfg, w->delay, w->next_delay, (uint16_t)ahead);
+
+	if (head && !strict && pauses > TS_HEAD_MAX_PAUSES)
 		pauses = TS_HEAD_MAX_PAUSES; /* TS_ESCAPE_NS must not take a running head */
 	return pauses != 0 ? pauses : 1;
 }
@@ -284,9 +311,10 @@ static enum how_taken wait_in_queue(struct waiter *w, uint8_t ticket, uint32_t w
 	for (;;) {
 		uint32_t pos = ts_tickets_between(ts_head(word), ticket);
 		uint32_t moving = word & (TS_LOCK_BYTE | TS_BYPASS_MASK | TS_HEAD_FIELD);
+		uint32_t ahead;
 		uint64_t pauses;
 
-		if (pos == 0 && ts_lock_byte(word) == 0) {
+		if (pos == 0 && !ts_is_held(word)) {
 			if (take_as_head(w, ticket, &word))
 				return AS_HEAD;
 			continue;
@@ -309,7 +337,7 @@ static enum how_taken wait_in_queue(struct waiter *w, uint8_t ticket, uint32_t w
 		if (pos > 0 && !strict) {
 			bool head_watches = (word & TS_WATCHING) != 0;
 
-			if (head_watches && ts_lock_byte(word) == 0 &&
+			if (head_watches && !ts_is_held(word) &&
 			    ts_next(word) == (uint8_t)((ticket + 1u) & TS_TICKET_MASK)) {
 				uint64_t now = ts_now_ns();
 
@@ -361,7 +389,8 @@ static enum how_taken wait_in_queue(struct waiter *w, uint8_t ticket, uint32_t w
 				continue;
 			}
 		}
-		pauses = pauses_before_look(w, pos, strict);
+		ahead = acquisitions_ahead(w, word, pos);
+		pauses = pauses_before_look(w, ahead, pos == 0, strict);
 		ts_pause_for(pauses);
 		stalled += pauses;
 		/* Relaxed: ownership is taken only by an ACQUIRE compare-and-swap. */
@@ -369,13 +398,15 @@ static enum how_taken wait_in_queue(struct waiter *w, uint8_t ticket, uint32_t w
 		w->st.polls++;
 		{
 			uint32_t now_pos = ts_tickets_between(ts_head(word), ticket);
-			bool ours = now_pos == 0 && ts_lock_byte(word) == 0;
+			bool ours = now_pos == 0 && !ts_is_held(word) &&
+			            (ahead == 1 || acquisitions_ahead(w, word, 0) == 1);
 
 			if (__builtin_expect(w->stats_look_due, 0))
 				stats_wait_begins(w, ours);
-			if (w->tune && pos >= 1)
-				w->delay = ts_delay_after_poll(cfg, w->delay, now_pos == 0);
-			else if (pos == 0 && cfg->delay_mode == TS_DELAY_AUTO)
+			/* The seeds' tuner: "ours" is a look that came too late. */
+			if (w->tune && ahead >= 2)
+				w->delay = ts_delay_after_poll(cfg, w->delay, ours);
+			else if (ahead == 1 && cfg->delay_mode == TS_DELAY_AUTO)
 				w->next_delay = ts_next_delay_after_poll(cfg, w->next_delay, ours);
 		}
 	}
@@ -416,7 +447,21 @@ static void wait_outside(struct waiter *w, uint32_t *word)
 	}
 }
 
-void ts_lock_slow(ts_word_t *lock, uint32_t seen, const void *caller)
+/*
+ * Records a steal for TICKET_STATS, and marks the lock byte so that our
+ * unlock folds it (stats.c).
+ */
+static void stats_record(ts_word_t *lock, uint8_t ticket, const void *caller,
+                         struct ts_wait_stats *st, uint32_t delay)
+{
+	ts_stats_record(lock, ticket, caller, st, delay);
+	/* We hold the lock: the lock byte is ours to change (but for a head's request). */
+	__atomic_fetch_or(lock, TS_STATS_DUE, __ATOMIC_RELAXED);
+}
+
+/* Draws a ticket, or waits outside a full queue, and waits in the queue. */
+static __attribute__((noinline)) void lock_queued(ts_word_t *lock, uint32_t word,
+                                                   const void *caller)
 {
 	const struct ts_config *cfg = ts_config();
 	uint32_t hash = ts_lock_hash(lock);
@@ -429,7 +474,6 @@ void ts_lock_slow(ts_word_t *lock, uint32_t seen, const void *caller)
 		.nap_ns = ts_nap_first_ns,
 	};
 	enum how_taken how = STOLEN;
-	uint32_t word = seen;
 	uint8_t ticket = 0;
 
 	w.entry = ts_delay_entry_claim(cfg, hash, &w.delay, &w.next_delay);
@@ -447,7 +491,6 @@ void ts_lock_slow(ts_word_t *lock, uint32_t seen, const void *caller)
 			/* At the front of an empty queue: we run, so we watch from now (I3). */
 			if (ts_queued(word) == 0 && !strict_fifo(cfg, word))
 				joined = (joined | TS_WATCHING) & ~TS_BYPASS_MASK;
-
 			/* Relaxed: drawing a ticket takes nothing; the take will acquire. */
 			if (__atomic_compare_exchange_n(lock, &word, joined, false, __ATOMIC_RELAXED,
 			                                __ATOMIC_RELAXED)) {
@@ -463,17 +506,40 @@ void ts_lock_slow(ts_word_t *lock, uint32_t seen, const void *caller)
 		}
 		wait_outside(&w, &word);
 	}
-	if (w.stats_look_due || (cfg->stats != NULL && how == STOLEN))
-		stats_wait_begins(&w, how == STOLEN); /* taken before the first look */
 	if (w.tune) {
 		w.entry->delay = w.delay;
 		w.entry->next_delay = w.next_delay;
 	}
-	if (how != AS_HEAD)
-		w.st.borrows++; /* no ticket consumed: counted apart in the totals */
 	if (cfg->stats != NULL) {
-		ts_stats_record(lock, ticket, caller, &w.st, w.tune ? w.delay : 0);
-		/* Ours alone to write while we hold the lock (but for a head's request). */
-		__atomic_fetch_or(lock, TS_STATS_DUE, __ATOMIC_RELAXED);
+		if (w.stats_look_due || how == STOLEN)
+			stats_wait_begins(&w, how == STOLEN); /* taken before the first look */
+		if (how != AS_HEAD)
+			w.st.borrows = 1; /* no ticket consumed: counted apart in the totals */
+		stats_record(lock, ticket, caller, &w.st, w.tune ? w.delay : 0);
 	}
+}
+
+void ts_lock_slow(ts_word_t *lock, uint32_t seen, const void *caller)
+{
+	const struct ts_config *cfg = ts_config();
+	uint32_t word = seen;
+
+	/*
+	 * Steal first, with nothing set up: in a holder's burst, that is every
+	 * acquisition.
+	 */
+	while (may_steal(cfg, word)) {
+		/* ACQUIRE pairs with the RELEASE store in ts_unlock(). */
+		if (__atomic_compare_exchange_n(lock, &word, stolen(word), false, __ATOMIC_ACQUIRE,
+		                                __ATOMIC_RELAXED)) {
+			if (__builtin_expect(cfg->stats != NULL, 0)) {
+				struct ts_wait_stats st = { .borrows = 1 };
+
+				ts_stats_wait_begin(&st, true);
+				stats_record(lock, 0, caller, &st, 0);
+			}
+			return;
+		}
+	}
+	lock_queued(lock, word, caller);
 }

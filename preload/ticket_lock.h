@@ -5,8 +5,10 @@
  * lock byte, which says who holds the lock, and a ticket queue of the threads
  * waiting for it, which says in which order they get it.
  *
- *   bits  0..7   lock byte: 0 free, TS_LOCKED held, and while held two
- *                requests to the unlock: TS_WAKE_HEAD (the head of the queue
+ *   bits  0..7   lock byte: held when TS_LOCKED (bit 4) is set.  Bits 0..3
+ *                are never set by us: glibc's unlocked word, 1, is a free
+ *                lock here, taken over by its first locker.  While held, the
+ *                lock byte carries requests to the unlock: TS_WAKE_HEAD (the head of the queue
  *                sleeps and wants to be woken) and TS_WAKE_NEXT (the waiter
  *                that has just become the head may sleep: wake it), and
  *                TS_STATS_DUE (TICKET_STATS has bookkeeping to do).  Written
@@ -27,8 +29,9 @@
  * the unlock's byte store cannot lose an update to it.
  *
  * The protocol (slowpath.c has the details and the reasons):
- *  - Free is "lock byte 0".  A thread takes the lock by setting the lock byte
- *    with an atomic operation that saw it 0; nothing else makes an owner.
+ *  - Free is "TS_LOCKED clear".  A thread takes the lock by setting the
+ *    lock byte to TS_LOCKED with an atomic operation that saw it clear;
+ *    nothing else makes an owner.
  *  - Uncontended: the whole word is 0; lock is one compare-and-swap to
  *    TS_LOCKED, unlock one load and one byte store.
  *  - Contended: a thread that finds the lock free but the queue not empty
@@ -42,8 +45,7 @@
  *
  * Invariants:
  *  I1 at most one thread holds the lock: the one whose atomic operation
- *     changed the lock byte from 0 to TS_LOCKED; the byte is 0 again only by
- *     that thread's unlock.
+ *     set TS_LOCKED; it is clear again only by that thread's unlock.
  *  I2 the tickets in the queue are those from head up to next (mod 2^7), at
  *     most TS_QUEUE_CAPACITY of them: each belongs to exactly one waiting
  *     thread; head advances only when that ticket's waiter takes the lock,
@@ -76,10 +78,10 @@
 typedef uint32_t __attribute__((may_alias)) ts_word_t;
 typedef uint8_t __attribute__((may_alias)) ts_byte_t;
 
-#define TS_LOCKED       0x01u
-#define TS_WAKE_HEAD    0x02u
-#define TS_WAKE_NEXT    0x04u
-#define TS_STATS_DUE    0x08u /* TICKET_STATS: the unlock folds the record (stats.c) */
+#define TS_LOCKED       0x10u
+#define TS_WAKE_HEAD    0x20u
+#define TS_WAKE_NEXT    0x40u
+#define TS_STATS_DUE    0x80u /* TICKET_STATS: the unlock folds the record (stats.c) */
 #define TS_LOCK_BYTE    0xffu
 #define TS_BYPASS_SHIFT 8
 #define TS_BYPASS_ONE   (1u << TS_BYPASS_SHIFT)
@@ -101,6 +103,7 @@ typedef uint8_t __attribute__((may_alias)) ts_byte_t;
 #define TS_QUEUE_CAPACITY TS_TICKET_MASK
 
 static inline uint8_t ts_lock_byte(uint32_t word) { return (uint8_t)(word & TS_LOCK_BYTE); }
+static inline bool ts_is_held(uint32_t word) { return (word & TS_LOCKED) != 0; }
 static inline uint32_t ts_bypass(uint32_t word) { return (word & TS_BYPASS_MASK) >> TS_BYPASS_SHIFT; }
 static inline uint8_t ts_head(uint32_t word) { return (uint8_t)((word >> TS_HEAD_SHIFT) & TS_TICKET_MASK); }
 static inline uint8_t ts_next(uint32_t word) { return (uint8_t)((word >> TS_NEXT_SHIFT) & TS_TICKET_MASK); }
@@ -119,8 +122,7 @@ static inline uint32_t ts_queued(uint32_t word)
 /* No one holds the lock and no one waits in the queue. */
 static inline bool ts_word_is_idle(uint32_t word)
 {
-	return (word & ~TS_SHARED & ~(TS_BYPASS_MASK | TS_WATCHING | TS_SLEEPERS)) == 0 &&
-	       ts_queued(word) == 0;
+	return !ts_is_held(word) && ts_queued(word) == 0;
 }
 
 static inline ts_byte_t *ts_lock_byte_of(ts_word_t *lock)
