@@ -519,7 +519,7 @@ static __attribute__((noinline)) void lock_queued(ts_word_t *lock, uint32_t word
 	}
 }
 
-void ts_lock_slow(ts_word_t *lock, uint32_t seen, const void *caller)
+int ts_lock_slow(ts_word_t *lock, uint32_t seen, const void *caller)
 {
 	const struct ts_config *cfg = ts_config();
 	uint32_t word = seen;
@@ -538,8 +538,9 @@ void ts_lock_slow(ts_word_t *lock, uint32_t seen, const void *caller)
 				ts_stats_wait_begin(&st, true);
 				stats_record(lock, 0, caller, &st, 0);
 			}
-			return;
+			return 0;
 		}
 	}
 	lock_queued(lock, word, caller);
+	return 0;
 }

@@ -133,20 +133,28 @@ static inline ts_byte_t *ts_lock_byte_of(ts_word_t *lock)
 /*
  * Out of line (slowpath.c): acquire the lock, whose word was @seen when our
  * compare-and-swap failed; acquire ordering.  @caller is the return address
- * of pthread_spin_lock(), for reports.
+ * of pthread_spin_lock(), for reports.  Returns 0, so that a caller can end
+ * with it as a tail call.
  */
-void ts_lock_slow(ts_word_t *lock, uint32_t seen, const void *caller);
+int ts_lock_slow(ts_word_t *lock, uint32_t seen, const void *caller);
 
-static inline void ts_lock(ts_word_t *lock, const void *caller)
+/* The fast path: true when the lock was idle and is ours; else @*seen is its word. */
+static inline bool ts_lock_fast(ts_word_t *lock, uint32_t *seen)
 {
-	uint32_t seen = 0;
-
+	*seen = 0;
 	/*
 	 * ACQUIRE pairs with the RELEASE store in ts_unlock(): the previous
 	 * holder's critical section happens-before ours.
 	 */
-	if (__builtin_expect(__atomic_compare_exchange_n(lock, &seen, TS_LOCKED, false,
-	                                                 __ATOMIC_ACQUIRE, __ATOMIC_RELAXED), 1))
+	return __atomic_compare_exchange_n(lock, seen, TS_LOCKED, false, __ATOMIC_ACQUIRE,
+	                                   __ATOMIC_RELAXED);
+}
+
+static inline void ts_lock(ts_word_t *lock, const void *caller)
+{
+	uint32_t seen;
+
+	if (__builtin_expect(ts_lock_fast(lock, &seen), 1))
 		return;
 	ts_lock_slow(lock, seen, caller);
 }
