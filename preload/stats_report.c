@@ -788,9 +788,9 @@ long ts_report_write(int out, const struct ts_file_header *h, const struct ts_re
 		put_line(out, prefix,
 		         "stats: %18s %10s %10s %9s %9s %9s %9s %9s %9s %9s %7s %13s %7s %15s %8s "
 		         "%8s %7s %7s%s  %s",
-		         "lock", "total", "contended", "total", "mean", "p99", "max", "mean", "p99",
+		         "lock", "total>=", "contended", "total", "mean", "p99", "max", "mean", "p99",
 		         "max", "n", "ahead avg/max", "polls", "delay now/max", "yields", "parks",
-		         "threads", "borrows", o->previous != NULL ? "     /s" : "",
+		         "threads", "steals", o->previous != NULL ? "     /s" : "",
 		         "top call sites (share of contended)");
 	}
 	for (uint32_t i = 0; i < shown; i++) {
