@@ -57,6 +57,7 @@
 #include "slowpath.h"
 
 #include "backoff.h"
+#include "fork.h"
 #include "misuse.h"
 #include "parking.h"
 #include "stall.h"
@@ -115,14 +116,15 @@ static bool may_steal(const struct ts_config *cfg, uint32_t word)
 
 /*
  * @word as a steal leaves it: held, and counted if the head watches (I3).
- * With no one in the queue, no flag of a waiter can still be due: they go,
- * so that the next acquisition finds the word all zero again (fast path).
+ * With no one in the queue, no flag of a waiter can still be due, and the
+ * ticket numbers restart: the next acquisition finds the word all zero
+ * again (the fast path).
  */
 static uint32_t stolen(uint32_t word)
 {
 	word = (word & ~TS_LOCK_BYTE) | TS_LOCKED;
 	if (ts_queued(word) == 0)
-		return word & ~(TS_SLEEPERS | TS_WATCHING | TS_BYPASS_MASK);
+		return word & (TS_SHARED | TS_LOCKED);
 	if (word & TS_WATCHING)
 		word += TS_BYPASS_ONE; /* below TS_BYPASS_MAX: may_steal() checked */
 	return word;
@@ -200,6 +202,8 @@ static bool take_as_head(struct waiter *w, uint8_t ticket, uint32_t *word)
 	uint32_t taken = with_head(*word, ticket + 1u) & ~(TS_WATCHING | TS_BYPASS_MASK);
 
 	taken = (taken & ~TS_LOCK_BYTE) | TS_LOCKED;
+	if (behind == 0)
+		taken &= ~(TS_HEAD_FIELD | TS_NEXT_FIELD); /* the queue is empty: all zero again */
 	if (*word & TS_SLEEPERS) {
 		/* I4: with at most one behind us, it is the only one that may sleep. */
 		if (behind > 0)
@@ -475,6 +479,7 @@ static __attribute__((noinline)) void lock_queued(ts_word_t *lock, uint32_t word
 	};
 	enum how_taken how = STOLEN;
 	uint8_t ticket = 0;
+	ts_word_t *before;
 
 	w.entry = ts_delay_entry_claim(cfg, hash, &w.delay, &w.next_delay);
 	for (;;) {
@@ -499,7 +504,9 @@ static __attribute__((noinline)) void lock_queued(ts_word_t *lock, uint32_t word
 				ts_misuse_check_line(lock, joined, ticket, caller);
 				w.st.ahead = (uint16_t)(ts_tickets_between(ts_head(joined), ticket) + 1u);
 				w.stats_look_due = cfg->stats != NULL;
+				before = ts_fork_queued(lock);
 				how = wait_in_queue(&w, ticket, joined);
+				ts_fork_queued_done(before);
 				break;
 			}
 			continue;

@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <pthread.h>
 
+#include "fork.h"
 #include "misuse.h"
 #include "options.h"
 #include "stats.h"
@@ -86,6 +87,7 @@ TS_EXPORT int pthread_spin_unlock(pthread_spinlock_t *lock)
  * early and TICKET_VERBOSE=1 reports even when no lock is ever contended. */
 __attribute__((constructor)) static void ticketspin_init(void)
 {
+	ts_fork_init(); /* a child must not inherit the queues of threads it has not */
 	if (ts_config()->stats != NULL)
 		ts_stats_start(); /* the statistics file exists from the start, for ticketspin top */
 }

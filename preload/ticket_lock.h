@@ -49,7 +49,9 @@
  *  I2 the tickets in the queue are those from head up to next (mod 2^7), at
  *     most TS_QUEUE_CAPACITY of them: each belongs to exactly one waiting
  *     thread; head advances only when that ticket's waiter takes the lock,
- *     next goes back only when the last ticket's waiter takes it.
+ *     next goes back only when the last ticket's waiter takes it.  An empty
+ *     queue is head == next == 0: whoever empties it sets both to 0, so that
+ *     an idle lock is the all-zero word the fast path expects.
  *  I3 while TS_WATCHING is set, bypass counts the acquisitions by other than
  *     the head, and no steal makes it exceed TICKET_BYPASS.  TS_WATCHING is
  *     set only by the head, and cleared by the head's own acquisition, by the
