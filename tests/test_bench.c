@@ -1,6 +1,7 @@
 /*
  * The comparison bench, briefly (never its timings): the harness runs every
- * lock kind with two threads and its counts add up; its 'spin' lock is
+ * lock kind with two threads and its counts add up, in each of its shapes
+ * (--layout, --touch); its 'spin' lock is
  * ticketspin's under the preload and glibc's without it, and it refuses to
  * run with the wrong provider; the runners write one CSV row per cell, and
  * the hogs of the outside-load scenario do not outlive it.
@@ -95,11 +96,41 @@ Test(harness, spin_is_ticketspin_under_the_preload_and_glibc_without)
 	cr_assert(strstr(r.err, "libc.so") != NULL, "%s", r.err);
 }
 
+Test(harness, shapes_layout_and_touch)
+{
+	static const char *const shapes[][3] = {
+		{ "--layout=same-line", "--touch=0", " layout=same-line touch=0 touch_lines=0 " },
+		{ "--layout=other-line", "--touch=4096",
+		  " layout=other-line touch=4096 touch_lines=64 " },
+		{ "--layout=other-line", "--touch=262144",
+		  " layout=other-line touch=262144 touch_lines=3 " },
+	};
+
+	for (size_t i = 0; i < sizeof(shapes) / sizeof(shapes[0]); i++) {
+		struct probe_result r;
+		double total;
+
+		probe_run(&r, NULL,
+		          (const char *const[]){ HARNESS, "--lock=spin", "--threads=2", "--work=0",
+		                                 "--seconds=0.05", shapes[i][0], shapes[i][1],
+		                                 i == 2 ? "--touch-lines=3" : NULL, NULL },
+		          60);
+		cr_assert_eq(r.status, 0, "case %zu: status %d\n%s%s", i, r.status, r.out, r.err);
+		cr_assert(strstr(r.out, shapes[i][2]) != NULL, "case %zu: %s", i, r.out);
+		cr_assert(strstr(r.out, " invariants=ok ") != NULL, "%s", r.out);
+		total = field(r.out, "acquisitions");
+		cr_assert(total > 0 && total == field(r.out, "min") + field(r.out, "max"), "%s",
+		          r.out);
+	}
+}
+
 Test(harness, usage_errors)
 {
 	static const char *const bad[][3] = {
 		{ "--lock=nosuch", NULL }, { "--lock=spin", "--threads=0" },
 		{ "--lock=spin", "--seconds=x" }, { "--threads=2", NULL },
+		{ "--lock=spin", "--layout=diagonal" }, { "--lock=spin", "--touch=100" },
+		{ "--lock=spin", "--touch-lines=4" },
 	};
 
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
