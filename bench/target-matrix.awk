@@ -196,4 +196,6 @@ END {
 			printf "   %-5s %-40s %-12s %3d of %3d cells\n", LD[a], SH[b], J[j], block_met[LD[a], SH[b], J[j]], block[LD[a], SH[b], J[j]]
 	for (j = 1; j <= nj; j++)
 		printf "%s: %d of %d cells meet all targets\n", J[j], cells_met[J[j]], cells[J[j]]
+	if (repeats < 7)
+		printf "(%d runs per cell: a quick look; issue 17's verdict takes at least 7)\n", repeats
 }

@@ -26,7 +26,8 @@
 # Exit status: 0 every run succeeded and every cell meets every target;
 # 3 every run succeeded but some cell misses a target; 1 some run failed
 # (kept out of the figures, its output in OUT/NAME-logs/), and at once, with
-# no tables, when a run's lock was not the one meant (--expect-provider);
+# no tables, when a run's lock was not the one meant (--expect-provider) or
+# ticketspin refused one of its TICKET_* settings (a line on its stderr);
 # 2 usage.
 set -u -o pipefail
 PROG=target-matrix
@@ -258,6 +259,10 @@ run_one() { # LOAD SHAPE_INDEX MODE_INDEX WORK THREADS REPEAT
 	esac
 	while IFS= read -r kv; do [[ $kv != *" invariants="* ]] || line=$kv; done <"$tmp/out"
 	[ "$status" != ok ] || [[ $line == *" invariants=ok "* ]] || status=no-output
+	# a TICKET_* value the library refused: the run had its default instead
+	if [ "$status" = ok ] && [ "${mode_preload[$mi]}" = 1 ]; then
+		while IFS= read -r kv; do [[ $kv != "ticketspin: TICKET_"*=* ]] || status=setting; done <"$tmp/err"
+	fi
 	read -r -a fields <<<"$line"
 	for kv in "${fields[@]+"${fields[@]}"}"; do f[${kv%%=*}]=${kv#*=}; done
 	row="$load,$nhogs,${shapes[$si]},${shape_layout[$si]},${shape_touch[$si]},${shape_lines[$si]},$w,$t,$label,$rep,$status"
@@ -274,11 +279,12 @@ run_one() { # LOAD SHAPE_INDEX MODE_INDEX WORK THREADS REPEAT
 			echo "$PROG: FAILED: $tag: $status (exit $rc)"
 			tail -n 3 "$tmp/err" | sed "s/^/$PROG:   stderr: /"
 		} >&2
-		if [ "$status" = provider ]; then
-			{
-				echo "$PROG: STOPPED: the run of '$label' did not use the lock it meant (the provider of its functions does not contain '${mode_expect[$mi]}'); no figure of this matrix can be trusted"
-				echo "$PROG: every run so far: $raw_csv"
-			} >&2
+		case $status in
+		provider) echo "$PROG: STOPPED: the run of '$label' did not use the lock it meant (the provider of its functions does not contain '${mode_expect[$mi]}'); no figure of this matrix can be trusted" >&2 ;;
+		setting) echo "$PROG: STOPPED: ticketspin refused a setting of '$label' (${mode_env[$mi]}) and ran with its default instead" >&2 ;;
+		esac
+		if [ "$status" = provider ] || [ "$status" = setting ]; then
+			echo "$PROG: every run so far: $raw_csv" >&2
 			exit 1
 		fi
 	elif [ $quiet -eq 0 ]; then

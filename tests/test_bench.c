@@ -336,6 +336,28 @@ Test(runner, target_matrix_stops_when_a_run_has_the_wrong_provider)
 	remove_tree(dir);
 }
 
+/* So does a variant whose setting ticketspin refused (it would run its default). */
+Test(runner, target_matrix_stops_when_a_setting_is_refused)
+{
+	struct probe_result r;
+	char dir[] = "/tmp/ticketspin-bench-XXXXXX";
+
+	cr_assert(mkdtemp(dir) != NULL);
+	probe_run(&r, NULL,
+	          (const char *const[]){ "bash", BENCH_SRCDIR "/target-matrix.sh", "-q",
+	                                 "--harness", HARNESS, "--lib", TICKETSPIN_LIB_PATH,
+	                                 "--loads", "idle", "--threads", "2", "--work", "0",
+	                                 "--shapes", "same-line", "--variant",
+	                                 "bad=TICKET_QUEUE=bogus", "--repeats", "1", "--seconds",
+	                                 "0.02", "--out", dir, NULL },
+	          120);
+	cr_assert_eq(r.status, 1, "status %d\n%s%s", r.status, r.out, r.err);
+	cr_assert(strstr(r.err, "STOPPED: ticketspin refused a setting of 'bad'") != NULL, "%s",
+	          r.err);
+	cr_assert(strstr(r.out, "cells meet all targets") == NULL, "no verdict:\n%s", r.out);
+	remove_tree(dir);
+}
+
 Test(runner, target_matrix_usage_errors)
 {
 	static const char *const bad[][2] = {
