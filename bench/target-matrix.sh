@@ -51,6 +51,9 @@ usage: $PROG --harness PATH --lib PATH [--hog PATH] [options]
   --variant NAME='VAR=VALUE...'
                     one more ticketspin column, with settings of its own
                     (repeatable; 'NAME=' for the defaults under another name)
+  --variant-lib NAME=PATH
+                    the variant NAME preloads PATH instead of --lib: another
+                    build of libticketspin.so (main's, say), side by side
   --threads LIST    thread counts (default 2,3,4,8,16)
   --work LIST       iterations of private work between acquisitions
                     (default 0,30,100,1000)
@@ -72,7 +75,7 @@ usage: $PROG --harness PATH --lib PATH [--hog PATH] [options]
 EOF
 }
 
-harness= lib= hog= locks_list=glibc,ticketspin,mutex ticket_env= variants=()
+harness= lib= hog= locks_list=glibc,ticketspin,mutex ticket_env= variants=() variant_libs=()
 threads_list=2,3,4,8,16 work_list=0,30,100,1000 loads_list=idle,hogs hogs=$(nproc)
 shapes_list=$default_shapes cs=4 seconds=0.5 repeats=7 fairness_of=worst
 out_dir=bench-out name=target-matrix timeout_s=60 quiet=0
@@ -84,6 +87,7 @@ while [ $# -gt 0 ]; do
 	--locks) locks_list=${2:?}; shift 2 ;;
 	--ticket-env) ticket_env=${2?}; shift 2 ;;
 	--variant) variants+=("${2:?}"); shift 2 ;;
+	--variant-lib) variant_libs+=("${2:?}"); shift 2 ;;
 	--threads) threads_list=${2:?}; shift 2 ;;
 	--work) work_list=${2:?}; shift 2 ;;
 	--loads) loads_list=${2:?}; shift 2 ;;
@@ -166,18 +170,30 @@ fi
 for v in "${variants[@]+"${variants[@]}"}"; do
 	[[ $v == *=* ]] || bench_die "--variant '$v': expected NAME='VAR=VALUE...'"
 	case ${v%%=*} in glibc | mutex) bench_die "--variant '$v': ${v%%=*} names a reference lock" ;; esac
-	for w in ${v#*=}; do
+	read -r -a words <<<"${v#*=}"
+	for w in "${words[@]+"${words[@]}"}"; do
 		[[ $w =~ ^TICKET_[A-Z_]+=[^[:space:]]*$ ]] || bench_die "--variant '$v': '$w' is not TICKET_VAR=VALUE"
 	done
 	add_custom_mode "${v%%=*} ${v#*=}"
 done
 [ ${#mode_label[@]} -gt 0 ] || bench_die "no locks to run"
-judged=()
+declare -A lib_of=()
+for vl in "${variant_libs[@]+"${variant_libs[@]}"}"; do
+	[[ $vl == ?*=?* ]] || bench_die "--variant-lib '$vl': expected NAME=PATH"
+	found=0
+	for v in "${variants[@]+"${variants[@]}"}"; do [ "${v%%=*}" != "${vl%%=*}" ] || found=1; done
+	[ $found -eq 1 ] || bench_die "--variant-lib '$vl': no --variant named '${vl%%=*}'"
+	lib_of[${vl%%=*}]=${vl#*=}
+done
+# the library each mode preloads, as an absolute path (none for the others)
+mode_lib=() judged=()
 for i in "${!mode_label[@]}"; do
+	mode_lib+=("")
 	[ "${mode_preload[$i]}" = 1 ] || continue
 	judged+=("${mode_label[$i]}")
-	[ -f "$lib" ] || bench_die "--lib: no such file: '$lib' (build the library first)"
-	lib="$(cd "$(dirname "$lib")" && pwd -P)/$(basename "$lib")"
+	l=${lib_of[${mode_label[$i]}]:-$lib}
+	[ -f "$l" ] || bench_die "no such library: '$l' (--lib, --variant-lib; build the library first)"
+	mode_lib[i]="$(cd "$(dirname "$l")" && pwd -P)/$(basename "$l")"
 done
 [ ${#judged[@]} -gt 0 ] || bench_die "no ticketspin column to judge: add ticketspin to --locks or a --variant"
 collect_sanitizer_env
@@ -242,7 +258,7 @@ run_one() { # LOAD SHAPE_INDEX MODE_INDEX WORK THREADS REPEAT
 	local -a fields
 	local -A f=()
 	[ "$load" = idle ] || nhogs=$hogs
-	mode_command "$mi" "$lib"
+	mode_command "$mi" "${mode_lib[$mi]}"
 	start=${EPOCHREALTIME/[.,]/}
 	# shellcheck disable=SC2086 # the shape's options, checked above
 	timeout -k 2 "$timeout_s" "${run_env[@]}" "$harness" --lock="${mode_lock[$mi]}" \

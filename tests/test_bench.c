@@ -11,6 +11,8 @@
 #include <criterion/criterion.h>
 #include <signal.h>
 #include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "probe_run.h"
 
@@ -298,6 +300,44 @@ Test(runner, target_matrix_tables_marks_and_csv)
 	             2 * 2 * 2, "the two ticketspin columns are judged in every cell:\n%s", text);
 	cr_assert_eq(r.status == 3, strstr(text, ",miss\n") != NULL, "status %d\n%s", r.status,
 	             text);
+	remove_tree(dir);
+}
+
+/* --variant-lib: a column preloads another build of the library. */
+Test(runner, target_matrix_variant_with_a_library_of_its_own)
+{
+	struct probe_result r;
+	char dir[] = "/tmp/ticketspin-bench-XXXXXX", other[4200], path[4300], text[16384];
+	char variant_lib[4400];
+	const char *row, *row_end;
+
+	cr_assert(mkdtemp(dir) != NULL);
+	snprintf(other, sizeof(other), "%s/other-build", dir);
+	cr_assert_eq(mkdir(other, 0700), 0);
+	snprintf(path, sizeof(path), "%s/libticketspin.so", other);
+	cr_assert_eq(symlink(TICKETSPIN_LIB_PATH, path), 0);
+	snprintf(variant_lib, sizeof(variant_lib), "other=%s", path);
+	probe_run(&r, NULL,
+	          (const char *const[]){ "bash", BENCH_SRCDIR "/target-matrix.sh", "-q",
+	                                 "--harness", HARNESS, "--lib", TICKETSPIN_LIB_PATH,
+	                                 "--loads", "idle", "--threads", "2", "--work", "0",
+	                                 "--shapes", "same-line", "--variant", "other=",
+	                                 "--variant-lib", variant_lib, "--repeats", "1",
+	                                 "--seconds", "0.02", "--out", dir, NULL },
+	          120);
+	cr_assert(r.status == 0 || r.status == 3, "status %d\n%s%s", r.status, r.out, r.err);
+	cr_assert(strstr(r.out, "\nother: 0 of 1 cells") != NULL ||
+	                  strstr(r.out, "\nother: 1 of 1 cells") != NULL, "%s", r.out);
+	snprintf(path, sizeof(path), "%s/target-matrix.csv", dir);
+	read_text_file(path, text, sizeof(text));
+	/* the provider, last in the row, is the library as preloaded, by the path given */
+	row = strstr(text, ",other,1,ok,");
+	cr_assert(row != NULL, "%s", text);
+	row_end = strchr(row, '\n');
+	cr_assert(row_end != NULL && row_end - row > 29 &&
+	                  strncmp(row_end - 29, "/other-build/libticketspin.so", 29) == 0,
+	          "%s", text);
+	cr_assert_eq(count_occurrences(text, "/other-build/"), 1, "%s", text);
 	remove_tree(dir);
 }
 
