@@ -2,10 +2,11 @@
 # one load x shape with a mark per target (mode "table"), or the counts of
 # cells meeting the targets and the summary CSV (mode "final").
 #
-# Input (-F,): load,hogs,shape,layout,touch,touch_lines,work,threads,lock,
-#   repeat,status,ops_per_s,fairness,min,max,user_s,sys_s,seconds,wall_s,
-#   provider; only status "ok" counts in the figures, any other status makes
-#   the cell of its lock miss.
+# Input (-F,): load,hogs,shape,layout,touch,touch_lines,cs,work,threads,
+#   lock,repeat,status,ops_per_s,fairness,min,max,user_s,sys_s,seconds,
+#   wall_s,provider (header lines anywhere are skipped: files may be
+#   concatenated); only status "ok" counts in the figures, any other status
+#   makes the cell of its lock miss.
 # Variables: mode (table|final), only_load and only_shape (mode table),
 #   labels (every lock, in column order), judged (the ticketspin columns),
 #   tlist, wlist, loads, shapes (comma-separated), repeats, seconds, cs, hogs,
@@ -143,12 +144,12 @@ BEGIN {
 	FAIR_MIN = 0.5
 }
 
-NR > 1 {
-	cell = $1 SUBSEP $3 SUBSEP $7 SUBSEP $8 SUBSEP $9
-	if ($11 != "ok") { failed[cell]++; next }
+$1 != "load" {
+	cell = $1 SUBSEP $3 SUBSEP $8 SUBSEP $9 SUBSEP $10
+	if ($12 != "ok") { failed[cell]++; next }
 	n = ++runs[cell]
-	val[cell, n, "ops"] = $12 + 0
-	val[cell, n, "fair"] = $13 + 0
+	val[cell, n, "ops"] = $13 + 0
+	val[cell, n, "fair"] = $14 + 0
 }
 
 END {

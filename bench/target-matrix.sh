@@ -5,6 +5,7 @@
 # PASS/FAIL mark for each target.
 #
 #   target-matrix.sh --harness PATH --lib PATH --hog PATH [options]
+#   target-matrix.sh --report CSV [--out DIR --name NAME]  (no runs)
 #
 # Targets, per cell, for every ticketspin column (the preloaded modes):
 #   mutex  median >= 0.9x pthread_mutex's median
@@ -72,13 +73,16 @@ usage: $PROG --harness PATH --lib PATH [--hog PATH] [options]
   --name NAME       file names (default target-matrix)
   --timeout SEC     time limit of one run (default 60)
   -q, --quiet       no progress lines
+  --report CSV      no runs: the tables, counts and summary of the runs in
+                    CSV (this program's NAME.csv, or several concatenated:
+                    a matrix run in parts); --fairness-of, --out, --name apply
 EOF
 }
 
 harness= lib= hog= locks_list=glibc,ticketspin,mutex ticket_env= variants=() variant_libs=()
 threads_list=2,3,4,8,16 work_list=0,30,100,1000 loads_list=idle,hogs hogs=$(nproc)
 shapes_list=$default_shapes cs=4 seconds=0.5 repeats=7 fairness_of=worst
-out_dir=bench-out name=target-matrix timeout_s=60 quiet=0
+out_dir=bench-out name=target-matrix timeout_s=60 quiet=0 report=
 while [ $# -gt 0 ]; do
 	case $1 in
 	--harness) harness=${2:?}; shift 2 ;;
@@ -101,10 +105,77 @@ while [ $# -gt 0 ]; do
 	--name) name=${2:?}; shift 2 ;;
 	--timeout) timeout_s=${2:?}; shift 2 ;;
 	-q | --quiet) quiet=1; shift ;;
+	--report) report=${2:?}; shift 2 ;;
 	-h | --help) usage; exit 0 ;;
 	*) usage >&2; bench_die "unknown option '$1'" ;;
 	esac
 done
+
+summarise() { # MODE [LOAD SHAPE]: tables of one block, or the final counts and summary CSV
+	awk -F, -v mode="$1" -v only_load="${2:-}" -v only_shape="${3:-}" \
+		-v labels="$labels_csv" -v judged="$judged_csv" -v tlist="$threads_list" \
+		-v wlist="$work_list" -v loads="$loads_list" -v shapes="$shapes_list" \
+		-v repeats="$repeats" -v seconds="$seconds" -v cs="$cs" -v hogs="$hogs" \
+		-v fairness_of="$fairness_of" -v summary="$summary_csv" \
+		-f "$here/target-matrix.awk" "$raw_csv"
+}
+
+case $fairness_of in worst | median) ;; *) bench_die "--fairness-of: '$fairness_of' (worst or median)" ;; esac
+[[ $name =~ ^[A-Za-z0-9_.+-]+$ ]] || bench_die "--name: '$name'"
+if [ -n "$report" ]; then
+	[ -f "$report" ] || bench_die "--report: no such file: '$report'"
+	IFS= read -r head <"$report"
+	[[ $head == load,hogs,shape,layout,touch,touch_lines,cs,work,threads,lock,repeat,status,* ]] ||
+		bench_die "--report: '$report' is not a CSV of $PROG's runs"
+	# the lists in order of first appearance (numbers sorted), the most runs
+	# of a lock in a cell, the length of a run, the hogs, the failed runs
+	{
+		read -r loads_list; read -r shapes_list; read -r work_list; read -r threads_list
+		read -r labels_csv; read -r judged_csv; read -r repeats; read -r seconds; read -r hogs
+		read -r cs; read -r failed_runs
+	} < <(awk -F, '
+		function add(list, v) { return index("," list ",", "," v ",") ? list : list == "" ? v : list "," v }
+		function numeric(list,    n, a, i, j, x, out) {
+			n = split(list, a, ",")
+			for (i = 2; i <= n; i++) { x = a[i]; for (j = i - 1; j >= 1 && a[j] + 0 > x + 0; j--) a[j + 1] = a[j]; a[j + 1] = x }
+			for (i = 1; i <= n; i++) out = out (i > 1 ? "," : "") a[i]
+			return out
+		}
+		$1 == "load" { next }
+		{
+			ld = add(ld, $1); sh = add(sh, $3); cs = add(cs, $7); wk = add(wk, $8); th = add(th, $9)
+			lk = add(lk, $10)
+			if (++rows[$1, $3, $8, $9, $10] > repeats) repeats = rows[$1, $3, $8, $9, $10]
+			if ($12 == "ok" && (secs == "" || $19 + 0 < secs)) secs = $19 + 0
+			if ($1 == "hogs") hogs = $2
+			if ($12 != "ok") failed++
+		}
+		END {
+			n = split(lk, L, ",")
+			for (i = 1; i <= n; i++)
+				if (L[i] !~ /^(glibc|mutex|mutex-adaptive|ck-ticket|ck-ticket-pb|ck-mcs|ck-fas)$/) judged = add(judged, L[i])
+			print ld; print sh; print numeric(wk); print numeric(th); print lk; print judged
+			print repeats + 0; printf "%.2g\n", secs; print hogs + 0; print cs; print failed + 0
+		}' "$report")
+	[ -n "$judged_csv" ] || bench_die "--report: no ticketspin column in '$report'"
+	mkdir -p "$out_dir" || bench_die "cannot create $out_dir"
+	out_dir=$(cd "$out_dir" && pwd -P)
+	raw_csv=$(cd "$(dirname "$report")" && pwd -P)/$(basename "$report")
+	summary_csv=$out_dir/$name-summary.csv
+	[ "$raw_csv" != "$summary_csv" ] || bench_die "--report: the summary would overwrite '$report': choose another --name"
+	IFS=, read -r -a loads <<<"$loads_list"
+	IFS=, read -r -a shapes <<<"$shapes_list"
+	for ld in "${loads[@]}"; do
+		for sh in "${shapes[@]}"; do summarise table "$ld" "$sh"; done
+	done
+	summarise final
+	echo
+	echo "runs:      $raw_csv"
+	echo "per cell:  $summary_csv"
+	[ "$failed_runs" -eq 0 ] || { echo "$PROG: $failed_runs runs in $report failed and are left out" >&2; exit 1; }
+	grep -q ',miss$' "$summary_csv" && exit 3
+	exit 0
+fi
 
 [ -x "$harness" ] || bench_die "--harness: not an executable: '$harness'"
 check_list --threads "$threads_list" 1 4096; IFS=, read -r -a threads <<<"$threads_list"
@@ -119,8 +190,6 @@ is_uint "$repeats" && [ "$repeats" -ge 1 ] || bench_die "--repeats: '$repeats' i
 is_uint "$hogs" && [ "$hogs" -ge 1 ] || bench_die "--hogs: '$hogs' is not a whole number >= 1"
 is_uint "$timeout_s" && [ "$timeout_s" -ge 1 ] || bench_die "--timeout: '$timeout_s'"
 awk -v s="$seconds" 'BEGIN { exit !(s + 0 >= 0.001) }' || bench_die "--seconds: '$seconds'"
-case $fairness_of in worst | median) ;; *) bench_die "--fairness-of: '$fairness_of' (worst or median)" ;; esac
-[[ $name =~ ^[A-Za-z0-9_.+-]+$ ]] || bench_die "--name: '$name'"
 if [[ ,$loads_list, == *,hogs,* ]]; then
 	[ -x "$hog" ] || bench_die "the hogs load needs --hog PATH (bench/hog)"
 fi
@@ -231,15 +300,6 @@ start_hogs() {
 trap 'stop_hogs; rm -rf "$tmp"' EXIT
 trap 'echo "$PROG: interrupted" >&2; exit 130' INT TERM HUP
 
-summarise() { # MODE [LOAD SHAPE]: tables of one block, or the final counts and summary CSV
-	awk -F, -v mode="$1" -v only_load="${2:-}" -v only_shape="${3:-}" \
-		-v labels="$labels_csv" -v judged="$judged_csv" -v tlist="$threads_list" \
-		-v wlist="$work_list" -v loads="$loads_list" -v shapes="$shapes_list" \
-		-v repeats="$repeats" -v seconds="$seconds" -v cs="$cs" -v hogs="$hogs" \
-		-v fairness_of="$fairness_of" -v summary="$summary_csv" \
-		-f "$here/target-matrix.awk" "$raw_csv"
-}
-
 # ---- runs ---------------------------------------------------------------------
 [ $quiet -eq 1 ] || {
 	echo "$PROG: ${mode_label[*]}; threads ${threads[*]}; work ${works[*]}; loads ${loads[*]} (hogs: $hogs); shapes ${shapes[*]}"
@@ -247,7 +307,7 @@ summarise() { # MODE [LOAD SHAPE]: tables of one block, or the final counts and 
 		printf "'"$PROG"': %d runs (%d repeats of %s s), at least %.0f min (more on a loaded machine)\n", n, r, s, n * (s + 0.05) / 60 }'
 } >&2
 
-echo "load,hogs,shape,layout,touch,touch_lines,work,threads,lock,repeat,status,ops_per_s,fairness,min,max,user_s,sys_s,seconds,wall_s,provider" >"$raw_csv"
+echo "load,hogs,shape,layout,touch,touch_lines,cs,work,threads,lock,repeat,status,ops_per_s,fairness,min,max,user_s,sys_s,seconds,wall_s,provider" >"$raw_csv"
 failures=()
 run_no=0 started=$SECONDS
 # Forks nothing but the run itself: on a loaded 2-CPU machine every extra
@@ -281,7 +341,7 @@ run_one() { # LOAD SHAPE_INDEX MODE_INDEX WORK THREADS REPEAT
 	fi
 	read -r -a fields <<<"$line"
 	for kv in "${fields[@]+"${fields[@]}"}"; do f[${kv%%=*}]=${kv#*=}; done
-	row="$load,$nhogs,${shapes[$si]},${shape_layout[$si]},${shape_touch[$si]},${shape_lines[$si]},$w,$t,$label,$rep,$status"
+	row="$load,$nhogs,${shapes[$si]},${shape_layout[$si]},${shape_touch[$si]},${shape_lines[$si]},$cs,$w,$t,$label,$rep,$status"
 	row+=",${f[ops_per_s]:-},${f[fairness]:-},${f[min]:-},${f[max]:-},${f[user]:-},${f[sys]:-},${f[seconds]:-}"
 	row+=",$(printf '%d.%03d' $((wall_us / 1000000)) $((wall_us % 1000000 / 1000))),${f[provider]:-}"
 	echo "$row" >>"$raw_csv"

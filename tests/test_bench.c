@@ -284,10 +284,10 @@ Test(runner, target_matrix_tables_marks_and_csv)
 
 	snprintf(path, sizeof(path), "%s/target-matrix.csv", dir);
 	read_text_file(path, text, sizeof(text));
-	cr_assert(strncmp(text, "load,hogs,shape,layout,touch,touch_lines,work,threads,lock,", 59) ==
-	                  0, "%s", text);
+	cr_assert(strncmp(text, "load,hogs,shape,layout,touch,touch_lines,cs,work,threads,lock,",
+	                  62) == 0, "%s", text);
 	cr_assert_eq(count_occurrences(text, ",ok,"), 2 * 2 * 4, "%s", text);
-	cr_assert_eq(count_occurrences(text, ",other-line:touch=4096:lines=2,other-line,4096,2,"),
+	cr_assert_eq(count_occurrences(text, ",other-line:touch=4096:lines=2,other-line,4096,2,4,"),
 	             2 * 4, "%s", text);
 	cr_assert(strstr(text, ",hogs,2,") == NULL && strstr(text, "\nhogs,2,same-line,") != NULL,
 	          "%s", text);
@@ -300,6 +300,40 @@ Test(runner, target_matrix_tables_marks_and_csv)
 	             2 * 2 * 2, "the two ticketspin columns are judged in every cell:\n%s", text);
 	cr_assert_eq(r.status == 3, strstr(text, ",miss\n") != NULL, "status %d\n%s", r.status,
 	             text);
+
+	/* --report: the same verdict from the CSV alone, from the file given twice
+	 * (a matrix run in two parts, concatenated), with twice the runs per cell */
+	{
+		struct probe_result again;
+		char twice[4300], counts[4096], *p;
+		const char *counts_start = strstr(r.out, "\n== Targets met");
+		FILE *f;
+
+		cr_assert(counts_start != NULL, "%s", r.out);
+		snprintf(counts, sizeof(counts), "%.*s", (int)strcspn(counts_start + 1, "("),
+		         counts_start);
+		snprintf(twice, sizeof(twice), "%s/twice.csv", dir);
+		snprintf(path, sizeof(path), "%s/target-matrix.csv", dir);
+		read_text_file(path, text, sizeof(text));
+		f = fopen(twice, "w");
+		cr_assert(f != NULL);
+		fprintf(f, "%s%s", text, text);
+		fclose(f);
+		probe_run(&again, NULL,
+		          (const char *const[]){ "bash", BENCH_SRCDIR "/target-matrix.sh", "--report",
+		                                 twice, "--out", dir, "--name", "again", NULL },
+		          60);
+		cr_assert_eq(again.status, r.status, "status %d\n%s%s", again.status, again.out,
+		             again.err);
+		cr_assert(strstr(again.out, "median [slowest-fastest] of 2 interleaved runs") != NULL,
+		          "%s", again.out);
+		/* each run twice: the same medians, so the same marks and counts */
+		p = strstr(again.out, counts);
+		cr_assert(p != NULL, "live:\n%s\nreport:\n%s", r.out, again.out);
+		snprintf(path, sizeof(path), "%s/again-summary.csv", dir);
+		read_text_file(path, text, sizeof(text));
+		cr_assert_eq(count_occurrences(text, "\n"), 1 + 2 * 2 * 4, "%s", text);
+	}
 	remove_tree(dir);
 }
 
