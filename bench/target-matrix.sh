@@ -13,7 +13,7 @@
 #          and above (there the lock is not the bottleneck and the noise is)
 #   slow   the slowest run >= 0.5x the median (one behaviour, not two)
 #   fair   fairness (fewest / most acquisitions per thread) >= 0.5, in the
-#          worst run (--fairness-of median: in the median run)
+#          worst run (--fairness-of median: the median of the runs')
 # A target whose reference lock is not in --locks is not checked ("-").
 #
 # Order: per load (hogs started once for it), per shape, every repeat visits
@@ -63,12 +63,16 @@ usage: $PROG --harness PATH --lib PATH [--hog PATH] [options]
   --shapes LIST     harness shapes, each LAYOUT[:touch=BYTES[:lines=L]] with
                     LAYOUT same-line or other-line (bench/locks --layout,
                     --touch, --touch-lines); default
-                    $default_shapes
+                    $default_shapes:
+                    the data on the lock's line, on a line of its own, and
+                    on its own line with private work that updates 16 lines
+                    of a 256 KiB buffer per acquisition (beyond L1: misses)
   --cs N            writes in the critical section (default 4)
   --seconds S       length of one run (default 0.5)
   --repeats N       runs per lock and cell, interleaved (default 7)
   --fairness-of worst|median
-                    the run whose fairness is judged (default worst)
+                    the fairness judged: the worst run's (default) or the
+                    median of the runs'
   --out DIR         output directory (default bench-out)
   --name NAME       file names (default target-matrix)
   --timeout SEC     time limit of one run (default 60)
