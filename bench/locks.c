@@ -4,25 +4,46 @@
  * for every kind, so that their figures compare.
  *
  *   locks --lock=NAME --threads=T --work=W --seconds=S [--cs=N]
+ *         [--layout=same-line|other-line] [--touch=BYTES [--touch-lines=L]]
  *         [--expect-provider=TEXT]
  *   locks --list
  *
  * T threads start together (a barrier) and, for S seconds, each: takes the
  * lock; in the critical section checks that no one else is inside, marks
- * itself inside and the owner, makes N read-modify-writes to data on the
- * lock's own cache line, counts the acquisition there, checks it is still the
+ * itself inside and the owner, makes N read-modify-writes to the critical
+ * section's data, counts the acquisition there, checks it is still the
  * owner, leaves; releases the lock; then does W iterations of private work (a
- * dependent multiply-add each, about a nanosecond, touching no shared memory).
+ * dependent multiply-add each, about a nanosecond, touching no shared memory)
+ * and, with --touch, walks its private memory.
+ *
+ * The shape of the program around the lock, so that a result can be checked
+ * beyond one harness's habits:
+ *   --layout=same-line   (default) the critical section's data shares the
+ *                        lock's cache line: a waiter's look at the lock
+ *                        takes the line the holder is writing
+ *   --layout=other-line  the data is on a line of its own, 128 bytes from
+ *                        the lock (outside the pair of lines an adjacent-line
+ *                        prefetcher fetches together): the holder's writes
+ *                        and the waiters' looks at the lock do not collide,
+ *                        and each acquisition moves two lines, not one
+ *   --touch=BYTES        each thread owns a buffer of BYTES (a multiple of
+ *                        64, default 0: none) and, after the W iterations,
+ *                        makes one read-modify-write per cache line to L of
+ *                        its lines (--touch-lines, default all of them),
+ *                        going on where the last walk stopped: private work
+ *                        that competes with the lock for the cache
  *
  * Prints one line of key=value fields (provider last, since it is a path):
- *   lock= threads= work= cs= seconds= acquisitions= ops_per_s= min= max=
- *   fairness= user= sys= invariants= provider=
+ *   lock= threads= work= cs= layout= touch= touch_lines= seconds=
+ *   acquisitions= ops_per_s= min= max= fairness= user= sys= invariants=
+ *   provider=
  * min and max are one thread's acquisitions, fairness is min/max; user and
  * sys are the CPU seconds of the whole process (getrusage) from the start of
  * the timed run to the end of the joins.
  *
  * Exit status: 0 all good; 1 mutual exclusion was violated or the counts do
- * not add up (a line on stderr says which); 2 usage, or a kind not built;
+ * not add up (a line on stderr says which); 2 usage, a kind not built, or out
+ * of memory;
  * 3 the provider of the lock's functions does not contain
  * --expect-provider's TEXT (so a runner knows each run used the lock it
  * meant: "libticketspin.so" for the preload, "libc.so" for glibc's).
@@ -30,6 +51,7 @@
 #include "lock_kinds.h"
 
 #include <errno.h>
+#include <stddef.h>
 #include <getopt.h>
 #include <stdatomic.h>
 #include <stdint.h>
@@ -38,15 +60,31 @@
 #include <sys/resource.h>
 #include <time.h>
 
-/* The lock and everything its critical section writes, on one cache line. */
-struct protected_line {
-	union lock_storage lock;
+/* Everything the critical section reads and writes. */
+struct cs_data {
 	volatile uint32_t inside; /* threads inside: must be 0 on entry */
 	volatile uint32_t owner;  /* id of the thread inside */
 	volatile uint64_t count;  /* acquisitions, counted inside */
 	volatile uint64_t data;   /* the --cs writes go here */
-} __attribute__((aligned(64)));
-_Static_assert(sizeof(struct protected_line) == 64, "the lock and its data share one line");
+};
+
+/*
+ * The lock, the data of --layout=same-line beside it on its cache line, and
+ * the data of --layout=other-line 128 bytes on.  Only one of the two copies
+ * is used in a run.
+ */
+struct protected_lines {
+	union lock_storage lock;
+	struct cs_data same_line;
+	_Alignas(128) struct cs_data other_line;
+};
+_Static_assert(offsetof(struct protected_lines, same_line) + sizeof(struct cs_data) <= 64,
+               "same-line: the lock and its data share one line");
+_Static_assert(offsetof(struct protected_lines, other_line) == 128,
+               "other-line: the data is outside the lock's pair of lines");
+
+enum layout { LAYOUT_SAME_LINE, LAYOUT_OTHER_LINE };
+static const char *const layout_names[] = { "same-line", "other-line" };
 
 struct worker {
 	pthread_t tid;
@@ -54,27 +92,34 @@ struct worker {
 	uint64_t acquisitions;
 	uint64_t violations;
 	uint64_t sink; /* the private work's result, so it is not optimised away */
+	uint64_t *touch_buffer; /* --touch: this thread's own, one word used per line */
+	size_t touch_next;      /* the line the next walk starts at */
 	struct lock_node node;
 } __attribute__((aligned(64)));
 
-static struct protected_line line;
+enum { CACHE_LINE = 64, WORDS_PER_LINE = CACHE_LINE / sizeof(uint64_t) };
+
+static _Alignas(128) struct protected_lines lines;
 static _Alignas(64) atomic_int stop;
 static pthread_barrier_t start_barrier;
 static enum lock_kind kind;
-static long work_iterations, cs_writes;
+static enum layout layout;
+static long work_iterations, cs_writes, touch_bytes, touch_lines;
+static atomic_bool touch_alloc_failed;
 
-static inline __attribute__((always_inline)) void critical_section(struct worker *w)
+static inline __attribute__((always_inline)) void critical_section(struct cs_data *d,
+                                                                   struct worker *w)
 {
-	if (line.inside != 0)
+	if (d->inside != 0)
 		w->violations++;
-	line.inside = 1;
-	line.owner = w->id;
+	d->inside = 1;
+	d->owner = w->id;
 	for (long i = 0; i < cs_writes; i++)
-		line.data += (uint64_t)i;
-	line.count++;
-	if (line.owner != w->id)
+		d->data += (uint64_t)i;
+	d->count++;
+	if (d->owner != w->id)
 		w->violations++;
-	line.inside = 0;
+	d->inside = 0;
 }
 
 static inline __attribute__((always_inline)) void private_work(struct worker *w)
@@ -84,20 +129,42 @@ static inline __attribute__((always_inline)) void private_work(struct worker *w)
 	for (long i = 0; i < work_iterations; i++)
 		x = x * 6364136223846793005ull + 1442695040888963407ull;
 	w->sink = x;
+	if (touch_lines > 0) {
+		/* independent read-modify-writes, as updates to a private structure */
+		size_t line_no = w->touch_next, buffer_lines = (size_t)touch_bytes / CACHE_LINE;
+		uint64_t *buffer = w->touch_buffer;
+
+		for (long i = 0; i < touch_lines; i++) {
+			buffer[line_no * WORDS_PER_LINE]++;
+			if (++line_no == buffer_lines)
+				line_no = 0;
+		}
+		w->touch_next = line_no;
+	}
 }
 
-static inline __attribute__((always_inline)) int run_kind(enum lock_kind k, struct worker *w)
+/* D is a constant for each caller, so that each layout gets a loop of its own. */
+static inline __attribute__((always_inline)) void run_on(enum lock_kind k, struct cs_data *d,
+                                                         struct worker *w)
 {
 	uint64_t done = 0;
 
 	while (!atomic_load_explicit(&stop, memory_order_relaxed)) {
-		lock_acquire(k, &line.lock, &w->node);
-		critical_section(w);
-		lock_release(k, &line.lock, &w->node);
+		lock_acquire(k, &lines.lock, &w->node);
+		critical_section(d, w);
+		lock_release(k, &lines.lock, &w->node);
 		done++;
 		private_work(w);
 	}
 	w->acquisitions = done;
+}
+
+static inline __attribute__((always_inline)) int run_kind(enum lock_kind k, struct worker *w)
+{
+	if (layout == LAYOUT_OTHER_LINE)
+		run_on(k, &lines.other_line, w);
+	else
+		run_on(k, &lines.same_line, w);
 	return 0;
 }
 
@@ -105,9 +172,27 @@ static void *worker_main(void *arg)
 {
 	struct worker *w = arg;
 
+	/* the buffer is this thread's and its pages are in before the clock starts */
+	if (touch_bytes > 0) {
+		if (posix_memalign((void **)&w->touch_buffer, 4096, (size_t)touch_bytes) == 0)
+			memset(w->touch_buffer, 0, (size_t)touch_bytes);
+		else
+			atomic_store(&touch_alloc_failed, true);
+	}
 	pthread_barrier_wait(&start_barrier);
-	LOCK_DISPATCH(kind, run_kind, w);
+	if (!atomic_load(&touch_alloc_failed))
+		LOCK_DISPATCH(kind, run_kind, w);
 	return NULL;
+}
+
+/* The words the walks incremented, in all: acquisitions x touch_lines. */
+static uint64_t touches_counted(const struct worker *w)
+{
+	uint64_t sum = 0;
+
+	for (long i = 0; w->touch_buffer != NULL && i < touch_bytes / CACHE_LINE; i++)
+		sum += w->touch_buffer[i * WORDS_PER_LINE];
+	return sum;
 }
 
 static double now_seconds(void)
@@ -126,6 +211,7 @@ static double cpu_seconds(const struct timeval *tv)
 static void usage(FILE *f)
 {
 	fprintf(f, "usage: locks --lock=NAME --threads=T --work=W --seconds=S [--cs=N]\n"
+	           "             [--layout=same-line|other-line] [--touch=BYTES [--touch-lines=L]]\n"
 	           "             [--expect-provider=TEXT]\n"
 	           "       locks --list\n"
 	           "locks:");
@@ -164,6 +250,9 @@ int main(int argc, char **argv)
 		{ "work", required_argument, NULL, 'w' },
 		{ "seconds", required_argument, NULL, 's' },
 		{ "cs", required_argument, NULL, 'c' },
+		{ "layout", required_argument, NULL, 'y' },
+		{ "touch", required_argument, NULL, 'T' },
+		{ "touch-lines", required_argument, NULL, 'n' },
 		{ "expect-provider", required_argument, NULL, 'p' },
 		{ "list", no_argument, NULL, 'L' },
 		{ "help", no_argument, NULL, 'h' },
@@ -176,6 +265,9 @@ int main(int argc, char **argv)
 	struct rusage r0, r1;
 	struct timespec sleep_for;
 	uint64_t total = 0, min = UINT64_MAX, max = 0, violations = 0, cs_sum = 0;
+	uint64_t touches_missing = 0;
+	struct cs_data *d;
+	bool touch_lines_given = false, counts_ok;
 	char *end;
 	int opt;
 
@@ -201,6 +293,26 @@ int main(int argc, char **argv)
 			if (end == optarg || *end != '\0' || !(seconds >= 0.001 && seconds <= 86400))
 				return bad_usage("--seconds '%s': expected 0.001..86400", optarg);
 			break;
+		case 'y':
+			if (strcmp(optarg, "same-line") == 0)
+				layout = LAYOUT_SAME_LINE;
+			else if (strcmp(optarg, "other-line") == 0)
+				layout = LAYOUT_OTHER_LINE;
+			else
+				return bad_usage("--layout '%s': expected same-line or other-line",
+				                 optarg);
+			break;
+		case 'T':
+			if (!parse_long(optarg, 0, 1L << 30, &touch_bytes) ||
+			    touch_bytes % CACHE_LINE != 0)
+				return bad_usage("--touch '%s': expected a multiple of 64, 0..2^30",
+				                 optarg);
+			break;
+		case 'n':
+			if (!parse_long(optarg, 1, 1L << 24, &touch_lines))
+				return bad_usage("--touch-lines '%s': expected 1..16777216", optarg);
+			touch_lines_given = true;
+			break;
 		case 'p': expect = optarg; break;
 		case 'L':
 			for (int k = 0; k < LOCK_KINDS; k++)
@@ -215,6 +327,10 @@ int main(int argc, char **argv)
 		return bad_usage("unexpected argument '%s'", argv[optind]);
 	if (lock_name == NULL)
 		return bad_usage("%s", "--lock is required");
+	if (touch_lines_given && touch_bytes == 0)
+		return bad_usage("%s", "--touch-lines needs --touch=BYTES");
+	if (!touch_lines_given)
+		touch_lines = touch_bytes / CACHE_LINE;
 	kind = lock_kind_by_name(lock_name);
 	if (kind == LOCK_KINDS)
 		return bad_usage("unknown lock '%s'", lock_name);
@@ -228,7 +344,8 @@ int main(int argc, char **argv)
 		return 3;
 	}
 
-	lock_init(kind, &line.lock);
+	lock_init(kind, &lines.lock);
+	d = layout == LAYOUT_OTHER_LINE ? &lines.other_line : &lines.same_line;
 	if (posix_memalign((void **)&workers, 64, (size_t)threads * sizeof(*workers)) != 0) {
 		fprintf(stderr, "locks: out of memory\n");
 		return 2;
@@ -261,32 +378,45 @@ int main(int argc, char **argv)
 		max = workers[i].acquisitions > max ? workers[i].acquisitions : max;
 	}
 	getrusage(RUSAGE_SELF, &r1);
+	if (atomic_load(&touch_alloc_failed)) {
+		fprintf(stderr, "locks: out of memory for --touch=%ld\n", touch_bytes);
+		return 2;
+	}
+	for (long i = 0; i < threads; i++)
+		if (touches_counted(&workers[i]) != workers[i].acquisitions * (uint64_t)touch_lines)
+			touches_missing++;
 
 	for (long i = 0; i < cs_writes; i++)
 		cs_sum += (uint64_t)i;
-	printf("lock=%s threads=%ld work=%ld cs=%ld seconds=%.4f acquisitions=%llu "
+	counts_ok = violations == 0 && d->count == total && d->data == total * cs_sum &&
+	            touches_missing == 0;
+	printf("lock=%s threads=%ld work=%ld cs=%ld layout=%s touch=%ld touch_lines=%ld "
+	       "seconds=%.4f acquisitions=%llu "
 	       "ops_per_s=%.0f min=%llu max=%llu fairness=%.3f user=%.3f sys=%.3f "
 	       "invariants=%s provider=%s\n",
-	       lock_name, threads, work_iterations, cs_writes, t_stop - t0,
+	       lock_name, threads, work_iterations, cs_writes, layout_names[layout], touch_bytes,
+	       touch_lines, t_stop - t0,
 	       (unsigned long long)total, (double)total / (t_stop - t0),
 	       (unsigned long long)min, (unsigned long long)max,
 	       max > 0 ? (double)min / (double)max : 0.0,
 	       cpu_seconds(&r1.ru_utime) - cpu_seconds(&r0.ru_utime),
 	       cpu_seconds(&r1.ru_stime) - cpu_seconds(&r0.ru_stime),
-	       violations == 0 && line.count == total && line.data == total * cs_sum
-	               ? "ok" : "violated",
-	       provider);
+	       counts_ok ? "ok" : "violated", provider);
 	if (violations != 0)
 		fprintf(stderr, "locks: INVARIANT VIOLATED: %llu times a thread found another "
 		        "inside the critical section of --lock=%s\n",
 		        (unsigned long long)violations, lock_name);
-	if (line.count != total)
-		fprintf(stderr, "locks: INVARIANT VIOLATED: the lock's line counted %llu "
+	if (d->count != total)
+		fprintf(stderr, "locks: INVARIANT VIOLATED: the critical section counted %llu "
 		        "acquisitions, the threads %llu\n",
-		        (unsigned long long)line.count, (unsigned long long)total);
-	if (line.data != total * cs_sum)
+		        (unsigned long long)d->count, (unsigned long long)total);
+	if (d->data != total * cs_sum)
 		fprintf(stderr, "locks: INVARIANT VIOLATED: the critical sections' data is %llu, "
-		        "expected %llu\n", (unsigned long long)line.data,
+		        "expected %llu\n", (unsigned long long)d->data,
 		        (unsigned long long)(total * cs_sum));
-	return violations == 0 && line.count == total && line.data == total * cs_sum ? 0 : 1;
+	if (touches_missing != 0)
+		fprintf(stderr, "locks: INVARIANT VIOLATED: the --touch walks of %llu threads do "
+		        "not add up to their acquisitions x %ld lines\n",
+		        (unsigned long long)touches_missing, touch_lines);
+	return counts_ok ? 0 : 1;
 }

@@ -1,6 +1,7 @@
 /*
  * The comparison bench, briefly (never its timings): the harness runs every
- * lock kind with two threads and its counts add up; its 'spin' lock is
+ * lock kind with two threads and its counts add up, in each of its shapes
+ * (--layout, --touch); its 'spin' lock is
  * ticketspin's under the preload and glibc's without it, and it refuses to
  * run with the wrong provider; the runners write one CSV row per cell, and
  * the hogs of the outside-load scenario do not outlive it.
@@ -10,6 +11,8 @@
 #include <criterion/criterion.h>
 #include <signal.h>
 #include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "probe_run.h"
 
@@ -95,11 +98,41 @@ Test(harness, spin_is_ticketspin_under_the_preload_and_glibc_without)
 	cr_assert(strstr(r.err, "libc.so") != NULL, "%s", r.err);
 }
 
+Test(harness, shapes_layout_and_touch)
+{
+	static const char *const shapes[][3] = {
+		{ "--layout=same-line", "--touch=0", " layout=same-line touch=0 touch_lines=0 " },
+		{ "--layout=other-line", "--touch=4096",
+		  " layout=other-line touch=4096 touch_lines=64 " },
+		{ "--layout=other-line", "--touch=262144",
+		  " layout=other-line touch=262144 touch_lines=3 " },
+	};
+
+	for (size_t i = 0; i < sizeof(shapes) / sizeof(shapes[0]); i++) {
+		struct probe_result r;
+		double total;
+
+		probe_run(&r, NULL,
+		          (const char *const[]){ HARNESS, "--lock=spin", "--threads=2", "--work=0",
+		                                 "--seconds=0.05", shapes[i][0], shapes[i][1],
+		                                 i == 2 ? "--touch-lines=3" : NULL, NULL },
+		          60);
+		cr_assert_eq(r.status, 0, "case %zu: status %d\n%s%s", i, r.status, r.out, r.err);
+		cr_assert(strstr(r.out, shapes[i][2]) != NULL, "case %zu: %s", i, r.out);
+		cr_assert(strstr(r.out, " invariants=ok ") != NULL, "%s", r.out);
+		total = field(r.out, "acquisitions");
+		cr_assert(total > 0 && total == field(r.out, "min") + field(r.out, "max"), "%s",
+		          r.out);
+	}
+}
+
 Test(harness, usage_errors)
 {
 	static const char *const bad[][3] = {
 		{ "--lock=nosuch", NULL }, { "--lock=spin", "--threads=0" },
 		{ "--lock=spin", "--seconds=x" }, { "--threads=2", NULL },
+		{ "--lock=spin", "--layout=diagonal" }, { "--lock=spin", "--touch=100" },
+		{ "--lock=spin", "--touch-lines=4" },
 	};
 
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
@@ -157,11 +190,27 @@ Test(runner, tiny_contended_run_one_row_per_cell)
 	remove_tree(dir);
 }
 
+/* The runner printed "hog pids P Q" on stderr: those processes are gone. */
+static void assert_hogs_gone(const char *err, int hogs)
+{
+	const char *p = strstr(err, "hog pids ");
+
+	cr_assert(p != NULL, "%s", err);
+	p += strlen("hog pids ");
+	for (int i = 0; i < hogs; i++) {
+		char *end;
+		long pid = strtol(p, &end, 10);
+
+		cr_assert(pid > 0, "%s", err);
+		cr_assert(kill((pid_t)pid, 0) != 0, "hog %ld still runs after the bench", pid);
+		p = end;
+	}
+}
+
 Test(runner, hogs_are_stopped_with_the_run)
 {
 	struct probe_result r;
 	char dir[] = "/tmp/ticketspin-bench-XXXXXX", path[4200], text[16384];
-	const char *p;
 
 	cr_assert(mkdtemp(dir) != NULL);
 	probe_run(&r, NULL,
@@ -177,18 +226,7 @@ Test(runner, hogs_are_stopped_with_the_run)
 	snprintf(path, sizeof(path), "%s/locks-hogs2-summary.csv", dir);
 	read_text_file(path, text, sizeof(text));
 	cr_assert_eq(count_occurrences(text, "\n"), 1 + 2, "%s", text);
-
-	p = strstr(r.err, "hog pids ");
-	cr_assert(p != NULL, "%s", r.err);
-	p += strlen("hog pids ");
-	for (int i = 0; i < 2; i++) {
-		char *end;
-		long pid = strtol(p, &end, 10);
-
-		cr_assert(pid > 0, "%s", r.err);
-		cr_assert(kill((pid_t)pid, 0) != 0, "hog %ld still runs after the bench", pid);
-		p = end;
-	}
+	assert_hogs_gone(r.err, 2);
 	remove_tree(dir);
 }
 
@@ -210,4 +248,208 @@ Test(runner, tiny_uncontended_run)
 	cr_assert_eq(count_occurrences(text, "\n"), 1 + 2 * 3, "%s", text);
 	cr_assert(strstr(text, "\nempty,glibc,1,1,") != NULL, "%s", text);
 	remove_tree(dir);
+}
+
+/*
+ * The target matrix, tiny: both loads, two shapes, glibc, ticketspin, mutex
+ * and one variant of ticketspin; never its verdicts, only that it gives one.
+ */
+Test(runner, target_matrix_tables_marks_and_csv)
+{
+	struct probe_result r;
+	char dir[] = "/tmp/ticketspin-bench-XXXXXX", path[4200], text[16384];
+
+	cr_assert(mkdtemp(dir) != NULL);
+	probe_run(&r, NULL,
+	          (const char *const[]){ "bash", BENCH_SRCDIR "/target-matrix.sh", "--harness",
+	                                 HARNESS, "--lib", TICKETSPIN_LIB_PATH, "--hog",
+	                                 BENCH_BUILDDIR "/hog", "--hogs", "2", "--threads", "2",
+	                                 "--work", "0", "--shapes",
+	                                 "same-line,other-line:touch=4096:lines=2", "--variant",
+	                                 "fifo=TICKET_QUEUE=0", "--repeats", "1", "--seconds",
+	                                 "0.05", "--out", dir, NULL },
+	          120);
+	/* 0: every cell meets the targets, 3: some does not; both are verdicts */
+	cr_assert(r.status == 0 || r.status == 3, "status %d\n%s%s", r.status, r.out, r.err);
+	cr_assert(strstr(r.out, "== load: idle (no outside load); shape: same-line\n") != NULL,
+	          "%s", r.out);
+	cr_assert(strstr(r.out, "== load: hogs (2 CPU-bound processes beside the harness); "
+	                        "shape: other-line:touch=4096:lines=2\n") != NULL, "%s", r.out);
+	cr_assert_eq(count_occurrences(r.out, " xglibc xmutex mutex glibc  slow  fair"), 2 * 4,
+	             "a column group per ticketspin column, per table:\n%s", r.out);
+	cr_assert(strstr(r.out, "\nticketspin: ") != NULL && strstr(r.out, "\nfifo: ") != NULL,
+	          "%s", r.out);
+	cr_assert(strstr(r.out, " of 4 cells meet all targets\n") != NULL, "%s", r.out);
+	assert_hogs_gone(r.err, 2);
+
+	snprintf(path, sizeof(path), "%s/target-matrix.csv", dir);
+	read_text_file(path, text, sizeof(text));
+	cr_assert(strncmp(text, "load,hogs,shape,layout,touch,touch_lines,cs,work,threads,lock,",
+	                  62) == 0, "%s", text);
+	cr_assert_eq(count_occurrences(text, ",ok,"), 2 * 2 * 4, "%s", text);
+	cr_assert_eq(count_occurrences(text, ",other-line:touch=4096:lines=2,other-line,4096,2,4,"),
+	             2 * 4, "%s", text);
+	cr_assert(strstr(text, ",hogs,2,") == NULL && strstr(text, "\nhogs,2,same-line,") != NULL,
+	          "%s", text);
+	cr_assert_eq(count_occurrences(text, "libticketspin.so\n"), 2 * 2 * 2, "%s", text);
+
+	snprintf(path, sizeof(path), "%s/target-matrix-summary.csv", dir);
+	read_text_file(path, text, sizeof(text));
+	cr_assert_eq(count_occurrences(text, "\n"), 1 + 2 * 2 * 4, "%s", text);
+	cr_assert_eq(count_occurrences(text, ",meets\n") + count_occurrences(text, ",miss\n"),
+	             2 * 2 * 2, "the two ticketspin columns are judged in every cell:\n%s", text);
+	cr_assert_eq(r.status == 3, strstr(text, ",miss\n") != NULL, "status %d\n%s", r.status,
+	             text);
+
+	/* --report: the same verdict from the CSV alone, from the file given twice
+	 * (a matrix run in two parts, concatenated), with twice the runs per cell */
+	{
+		struct probe_result again;
+		char twice[4300], counts[4096], *p;
+		const char *counts_start = strstr(r.out, "\n== Targets met");
+		FILE *f;
+
+		cr_assert(counts_start != NULL, "%s", r.out);
+		snprintf(counts, sizeof(counts), "%.*s", (int)strcspn(counts_start + 1, "("),
+		         counts_start);
+		snprintf(twice, sizeof(twice), "%s/twice.csv", dir);
+		snprintf(path, sizeof(path), "%s/target-matrix.csv", dir);
+		read_text_file(path, text, sizeof(text));
+		f = fopen(twice, "w");
+		cr_assert(f != NULL);
+		fprintf(f, "%s%s", text, text);
+		fclose(f);
+		probe_run(&again, NULL,
+		          (const char *const[]){ "bash", BENCH_SRCDIR "/target-matrix.sh", "--report",
+		                                 twice, "--out", dir, "--name", "again", NULL },
+		          60);
+		cr_assert_eq(again.status, r.status, "status %d\n%s%s", again.status, again.out,
+		             again.err);
+		cr_assert(strstr(again.out, "median [slowest-fastest] of 2 interleaved runs") != NULL,
+		          "%s", again.out);
+		/* each run twice: the same medians, so the same marks and counts */
+		p = strstr(again.out, counts);
+		cr_assert(p != NULL, "live:\n%s\nreport:\n%s", r.out, again.out);
+		snprintf(path, sizeof(path), "%s/again-summary.csv", dir);
+		read_text_file(path, text, sizeof(text));
+		cr_assert_eq(count_occurrences(text, "\n"), 1 + 2 * 2 * 4, "%s", text);
+	}
+	remove_tree(dir);
+}
+
+/* --variant-lib: a column preloads another build of the library. */
+Test(runner, target_matrix_variant_with_a_library_of_its_own)
+{
+	struct probe_result r;
+	char dir[] = "/tmp/ticketspin-bench-XXXXXX", other[4200], path[4300], text[16384];
+	char variant_lib[4400];
+	const char *row, *row_end;
+
+	cr_assert(mkdtemp(dir) != NULL);
+	snprintf(other, sizeof(other), "%s/other-build", dir);
+	cr_assert_eq(mkdir(other, 0700), 0);
+	snprintf(path, sizeof(path), "%s/libticketspin.so", other);
+	cr_assert_eq(symlink(TICKETSPIN_LIB_PATH, path), 0);
+	snprintf(variant_lib, sizeof(variant_lib), "other=%s", path);
+	probe_run(&r, NULL,
+	          (const char *const[]){ "bash", BENCH_SRCDIR "/target-matrix.sh", "-q",
+	                                 "--harness", HARNESS, "--lib", TICKETSPIN_LIB_PATH,
+	                                 "--loads", "idle", "--threads", "2", "--work", "0",
+	                                 "--shapes", "same-line", "--variant", "other=",
+	                                 "--variant-lib", variant_lib, "--repeats", "1",
+	                                 "--seconds", "0.02", "--out", dir, NULL },
+	          120);
+	cr_assert(r.status == 0 || r.status == 3, "status %d\n%s%s", r.status, r.out, r.err);
+	cr_assert(strstr(r.out, "\nother: 0 of 1 cells") != NULL ||
+	                  strstr(r.out, "\nother: 1 of 1 cells") != NULL, "%s", r.out);
+	snprintf(path, sizeof(path), "%s/target-matrix.csv", dir);
+	read_text_file(path, text, sizeof(text));
+	/* the provider, last in the row, is the library as preloaded, by the path given */
+	row = strstr(text, ",other,1,ok,");
+	cr_assert(row != NULL, "%s", text);
+	row_end = strchr(row, '\n');
+	cr_assert(row_end != NULL && row_end - row > 29 &&
+	                  strncmp(row_end - 29, "/other-build/libticketspin.so", 29) == 0,
+	          "%s", text);
+	cr_assert_eq(count_occurrences(text, "/other-build/"), 1, "%s", text);
+	remove_tree(dir);
+}
+
+/* A run whose lock is not the one meant stops the matrix: here the "library"
+ * preloaded is libc itself, so pthread_spin_lock stays glibc's. */
+Test(runner, target_matrix_stops_when_a_run_has_the_wrong_provider)
+{
+	struct probe_result r;
+	char dir[] = "/tmp/ticketspin-bench-XXXXXX", path[4200], text[16384], libc[4096];
+	const char *p;
+
+	probe_run(&r, NULL,
+	          (const char *const[]){ HARNESS, "--lock=mutex", "--threads=1",
+	                                 "--seconds=0.01", "--expect-provider=libc.so", NULL },
+	          60);
+	cr_assert_eq(r.status, 0, "status %d\n%s%s", r.status, r.out, r.err);
+	p = strstr(r.out, " provider=");
+	cr_assert(p != NULL, "%s", r.out);
+	snprintf(libc, sizeof(libc), "%.*s", (int)strcspn(p + 10, "\n"), p + 10);
+
+	cr_assert(mkdtemp(dir) != NULL);
+	probe_run(&r, NULL,
+	          (const char *const[]){ "bash", BENCH_SRCDIR "/target-matrix.sh", "-q",
+	                                 "--harness", HARNESS, "--lib", libc, "--loads", "idle",
+	                                 "--threads", "2", "--work", "0", "--shapes", "same-line",
+	                                 "--repeats", "1", "--seconds", "0.02", "--out", dir,
+	                                 NULL },
+	          120);
+	cr_assert_eq(r.status, 1, "status %d\n%s%s", r.status, r.out, r.err);
+	cr_assert(strstr(r.err, "STOPPED: the run of 'ticketspin' did not use the lock it meant") !=
+	                  NULL, "%s", r.err);
+	cr_assert(strstr(r.out, "cells meet all targets") == NULL, "no verdict:\n%s", r.out);
+	snprintf(path, sizeof(path), "%s/target-matrix.csv", dir);
+	read_text_file(path, text, sizeof(text));
+	cr_assert(strstr(text, ",ticketspin,1,provider,") != NULL, "%s", text);
+	remove_tree(dir);
+}
+
+/* So does a variant whose setting ticketspin refused (it would run its default). */
+Test(runner, target_matrix_stops_when_a_setting_is_refused)
+{
+	struct probe_result r;
+	char dir[] = "/tmp/ticketspin-bench-XXXXXX";
+
+	cr_assert(mkdtemp(dir) != NULL);
+	probe_run(&r, NULL,
+	          (const char *const[]){ "bash", BENCH_SRCDIR "/target-matrix.sh", "-q",
+	                                 "--harness", HARNESS, "--lib", TICKETSPIN_LIB_PATH,
+	                                 "--loads", "idle", "--threads", "2", "--work", "0",
+	                                 "--shapes", "same-line", "--variant",
+	                                 "bad=TICKET_QUEUE=bogus", "--repeats", "1", "--seconds",
+	                                 "0.02", "--out", dir, NULL },
+	          120);
+	cr_assert_eq(r.status, 1, "status %d\n%s%s", r.status, r.out, r.err);
+	cr_assert(strstr(r.err, "STOPPED: ticketspin refused a setting of 'bad'") != NULL, "%s",
+	          r.err);
+	cr_assert(strstr(r.out, "cells meet all targets") == NULL, "no verdict:\n%s", r.out);
+	remove_tree(dir);
+}
+
+Test(runner, target_matrix_usage_errors)
+{
+	static const char *const bad[][2] = {
+		{ "--shapes", "diagonal" },          { "--shapes", "same-line:lines=4" },
+		{ "--shapes", "other-line:touch=100" }, { "--loads", "busy" },
+		{ "--variant", "fifo=LD_PRELOAD=x" },  { "--locks", "glibc,mutex" },
+		{ "--fairness-of", "best" },
+	};
+
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		struct probe_result r;
+
+		probe_run(&r, NULL,
+		          (const char *const[]){ "bash", BENCH_SRCDIR "/target-matrix.sh", "--harness",
+		                                 HARNESS, "--lib", TICKETSPIN_LIB_PATH, "--loads",
+		                                 "idle", bad[i][0], bad[i][1], NULL },
+		          30);
+		cr_assert_eq(r.status, 2, "%s %s: status %d\n%s%s", bad[i][0], bad[i][1], r.status,
+		             r.out, r.err);
+	}
 }

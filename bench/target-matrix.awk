@@ -1,0 +1,202 @@
+# target-matrix.awk - from target-matrix.sh's CSV of every run: the table of
+# one load x shape with a mark per target (mode "table"), or the counts of
+# cells meeting the targets and the summary CSV (mode "final").
+#
+# Input (-F,): load,hogs,shape,layout,touch,touch_lines,cs,work,threads,
+#   lock,repeat,status,ops_per_s,fairness,min,max,user_s,sys_s,seconds,
+#   wall_s,provider (header lines anywhere are skipped: files may be
+#   concatenated); only status "ok" counts in the figures, any other status
+#   makes the cell of its lock miss.
+# Variables: mode (table|final), only_load and only_shape (mode table),
+#   labels (every lock, in column order), judged (the ticketspin columns),
+#   tlist, wlist, loads, shapes (comma-separated), repeats, seconds, cs, hogs,
+#   fairness_of (worst|median), summary (path, mode final).
+# The targets are issue 17's; their thresholds are here, in one place.
+
+function sort_values(n, v,    i, j, x) {
+	for (i = 2; i <= n; i++) {
+		x = v[i]
+		for (j = i - 1; j >= 1 && v[j] > x; j--) v[j + 1] = v[j]
+		v[j + 1] = x
+	}
+}
+# median/min/max of column `col` over the cell's ok runs: sets M, LO, HI; returns n
+function stats(cell, col,    n, i, v) {
+	n = runs[cell] + 0
+	if (n == 0) return 0
+	for (i = 1; i <= n; i++) v[i] = val[cell, i, col]
+	sort_values(n, v)
+	LO = v[1]; HI = v[n]
+	M = n % 2 ? v[(n + 1) / 2] : (v[n / 2] + v[n / 2 + 1]) / 2
+	return n
+}
+function mps(x) {
+	x /= 1e6
+	return x >= 100 ? sprintf("%.0f", x) : x >= 10 ? sprintf("%.1f", x) : sprintf("%.2f", x)
+}
+# the mark of one target: "-" its reference lock is not run, "?" it has no
+# successful run in this cell, else pass or FAIL
+function mark(have_ref, ref_ok, ok) {
+	if (!have_ref) return "-"
+	if (!ref_ok) return "?"
+	return ok ? "pass" : "FAIL"
+}
+function describe(shape,    p, n, i, layout, touch, lines, d) {
+	n = split(shape, p, ":")
+	layout = p[1]; touch = 0; lines = ""
+	for (i = 2; i <= n; i++) {
+		if (p[i] ~ /^touch=/) touch = substr(p[i], 7) + 0
+		if (p[i] ~ /^lines=/) lines = substr(p[i], 7) + 0
+	}
+	d = layout == "other-line" ? "the critical section's data 128 bytes from the lock" : "the critical section's data on the lock's cache line"
+	if (touch > 0)
+		d = d sprintf("; private work also read-modify-writes %s of a %d-byte buffer per acquisition",
+			lines == "" ? "every line" : lines " lines", touch)
+	return d
+}
+
+# Judges one cell of one judged column: sets the globals below; returns
+# 1 if every checked target is met.
+#   r_glibc r_mutex r_slow: ratios ("" if not known); fair_judged
+#   t_mutex t_glibc t_slow t_fair: marks
+function judge(ld, sh, w, t, lab,    cell, g, m, ok, gmed, mmed, med) {
+	cell = ld SUBSEP sh SUBSEP w SUBSEP t SUBSEP lab
+	r_glibc = r_mutex = r_slow = fair_judged = ""
+	t_mutex = t_glibc = t_slow = t_fair = "?"
+	if (!stats(cell, "ops")) return 0
+	med = M
+	r_slow = LO / med
+	stats(cell, "fair")
+	fair_judged = fairness_of == "median" ? M : LO
+	g = ld SUBSEP sh SUBSEP w SUBSEP t SUBSEP "glibc"
+	m = ld SUBSEP sh SUBSEP w SUBSEP t SUBSEP "mutex"
+	if (stats(g, "ops")) { gmed = M; r_glibc = med / gmed }
+	if (stats(m, "ops")) { mmed = M; r_mutex = med / mmed }
+	t_mutex = mark(has_lock["mutex"], r_mutex != "", r_mutex >= MUTEX_MIN)
+	t_glibc = mark(has_lock["glibc"], r_glibc != "", r_glibc >= (w + 0 < GLIBC_STRICT_BELOW_WORK ? GLIBC_MIN_SHORT : GLIBC_MIN_LONG))
+	t_slow = mark(1, 1, r_slow >= SLOW_MIN)
+	t_fair = mark(1, 1, fair_judged >= FAIR_MIN)
+	ok = t_mutex != "FAIL" && t_mutex != "?" && t_glibc != "FAIL" && t_glibc != "?" && t_slow == "pass" && t_fair == "pass"
+	return ok && !failed[cell]
+}
+
+function table(ld, sh,    i, j, w, t, lab, cell, line, met, n, cnt_m, cnt_g, cnt_s, cnt_f, k) {
+	printf "\n== load: %s; shape: %s\n", ld == "idle" ? "idle (no outside load)" : "hogs (" hogs " CPU-bound processes beside the harness)", sh
+	printf "   %s; %s writes per critical section\n", describe(sh), cs
+	printf "   M/s: median [slowest-fastest] of %d interleaved runs of %s s; fair: fairness median/worst;\n", repeats, seconds
+	printf "   x: ratio of medians; targets: mutex >= %.2fx, glibc >= %.2fx (work < %d) or %.2fx, slow: slowest >= %.2fx median,\n", MUTEX_MIN, GLIBC_MIN_SHORT, GLIBC_STRICT_BELOW_WORK, GLIBC_MIN_LONG, SLOW_MIN
+	printf "   fair: %s run's fairness >= %.2f\n", fairness_of, FAIR_MIN
+	# header
+	line = sprintf("%7s %6s |", "threads", "work")
+	for (i = 1; i <= nl; i++) if (!is_judged[L[i]]) line = line sprintf(" %10s", L[i])
+	for (j = 1; j <= nj; j++) line = line sprintf(" | %-68s", J[j])
+	sub(/ +$/, "", line)
+	print line
+	line = sprintf("%7s %6s |", "", "")
+	for (i = 1; i <= nl; i++) if (!is_judged[L[i]]) line = line sprintf(" %10s", "M/s")
+	for (j = 1; j <= nj; j++)
+		line = line sprintf(" | %-20s %9s %6s %6s %5s %5s %5s %5s", "M/s [slow-fast]", "fair", "xglibc", "xmutex", "mutex", "glibc", "slow", "fair")
+	print line
+	for (i = 1; i <= nw; i++) {
+		w = W[i]
+		for (k = 1; k <= nt; k++) {
+			t = T[k]
+			line = sprintf("%7s %6s |", t, w)
+			for (n = 1; n <= nl; n++) {
+				if (is_judged[L[n]]) continue
+				cell = ld SUBSEP sh SUBSEP w SUBSEP t SUBSEP L[n]
+				line = line sprintf(" %10s", stats(cell, "ops") ? mps(M) (failed[cell] ? "!" : "") : "FAILED")
+			}
+			for (j = 1; j <= nj; j++) {
+				lab = J[j]
+				cell = ld SUBSEP sh SUBSEP w SUBSEP t SUBSEP lab
+				met = judge(ld, sh, w, t, lab)
+				if (!stats(cell, "ops")) {
+					line = line sprintf(" | %-20s %9s %6s %6s %5s %5s %5s %5s", "FAILED", "-", "-", "-", "?", "?", "?", "?")
+					continue
+				}
+				line = line sprintf(" | %-20s", sprintf("%s [%s-%s]%s", mps(M), mps(LO), mps(HI), failed[cell] ? " runs FAILED" : ""))
+				stats(cell, "fair")
+				line = line sprintf(" %9s %6s %6s %5s %5s %5s %5s", sprintf("%.2f/%.2f", M, LO),
+					r_glibc == "" ? "-" : sprintf("%.2f", r_glibc), r_mutex == "" ? "-" : sprintf("%.2f", r_mutex),
+					t_mutex, t_glibc, t_slow, t_fair)
+			}
+			print line
+		}
+	}
+	for (j = 1; j <= nj; j++) {
+		lab = J[j]
+		n = met = cnt_m = cnt_g = cnt_s = cnt_f = 0
+		for (i = 1; i <= nw; i++) for (k = 1; k <= nt; k++) {
+			n++
+			met += judge(ld, sh, W[i], T[k], J[j])
+			cnt_m += t_mutex == "pass"; cnt_g += t_glibc == "pass"; cnt_s += t_slow == "pass"; cnt_f += t_fair == "pass"
+		}
+		printf "%s: %d of %d cells meet all targets (mutex %s, glibc %s, slow %d/%d, fair %d/%d)\n", lab, met, n,
+			has_lock["mutex"] ? cnt_m "/" n : "not run", has_lock["glibc"] ? cnt_g "/" n : "not run", cnt_s, n, cnt_f, n
+	}
+}
+
+BEGIN {
+	MUTEX_MIN = 0.9
+	GLIBC_MIN_SHORT = 1.0; GLIBC_MIN_LONG = 0.95; GLIBC_STRICT_BELOW_WORK = 100
+	SLOW_MIN = 0.5
+	FAIR_MIN = 0.5
+}
+
+$1 != "load" {
+	cell = $1 SUBSEP $3 SUBSEP $8 SUBSEP $9 SUBSEP $10
+	if ($12 != "ok") { failed[cell]++; next }
+	n = ++runs[cell]
+	val[cell, n, "ops"] = $13 + 0
+	val[cell, n, "fair"] = $14 + 0
+}
+
+END {
+	nl = split(labels, L, ","); nj = split(judged, J, ",")
+	nt = split(tlist, T, ","); nw = split(wlist, W, ",")
+	nld = split(loads, LD, ","); nsh = split(shapes, SH, ",")
+	for (i = 1; i <= nl; i++) has_lock[L[i]] = 1
+	for (j = 1; j <= nj; j++) is_judged[J[j]] = 1
+
+	if (mode == "table") {
+		table(only_load, only_shape)
+		exit 0
+	}
+
+	print "load,hogs,shape,work,threads,lock,runs_ok,runs_failed,ops_median,ops_min,ops_max,fairness_median,fairness_min,ratio_to_glibc,ratio_to_mutex,slowest_to_median,target_mutex,target_glibc,target_slow,target_fair,all" > summary
+	for (a = 1; a <= nld; a++) for (b = 1; b <= nsh; b++) {
+		ld = LD[a]; sh = SH[b]
+		for (i = 1; i <= nw; i++) for (k = 1; k <= nt; k++) for (n = 1; n <= nl; n++) {
+			lab = L[n]; w = W[i]; t = T[k]
+			cell = ld SUBSEP sh SUBSEP w SUBSEP t SUBSEP lab
+			if (!stats(cell, "ops") && !failed[cell]) continue # not run (yet)
+			if (is_judged[lab]) {
+				met = judge(ld, sh, w, t, lab)
+				cells[lab]++; cells_met[lab] += met
+				block[ld, sh, lab]++; block_met[ld, sh, lab] += met
+			}
+			row = sprintf("%s,%d,%s,%s,%s,%s,%d,%d", ld, ld == "idle" ? 0 : hogs, sh, w, t, lab, runs[cell], failed[cell])
+			if (stats(cell, "ops")) {
+				row = row sprintf(",%.0f,%.0f,%.0f", M, LO, HI)
+				stats(cell, "fair"); row = row sprintf(",%.3f,%.3f", M, LO)
+			} else
+				row = row ",,,,,"
+			if (is_judged[lab])
+				row = row sprintf(",%s,%s,%s,%s,%s,%s,%s,%s", r_glibc == "" ? "" : sprintf("%.3f", r_glibc),
+					r_mutex == "" ? "" : sprintf("%.3f", r_mutex), r_slow == "" ? "" : sprintf("%.3f", r_slow),
+					t_mutex, t_glibc, t_slow, t_fair, met ? "meets" : "miss")
+			else
+				row = row ",,,,,,,,"
+			print row > summary
+		}
+	}
+	printf "\n== Targets met, per load and shape\n"
+	for (a = 1; a <= nld; a++) for (b = 1; b <= nsh; b++) for (j = 1; j <= nj; j++)
+		if (block[LD[a], SH[b], J[j]] > 0)
+			printf "   %-5s %-40s %-12s %3d of %3d cells\n", LD[a], SH[b], J[j], block_met[LD[a], SH[b], J[j]], block[LD[a], SH[b], J[j]]
+	for (j = 1; j <= nj; j++)
+		printf "%s: %d of %d cells meet all targets\n", J[j], cells_met[J[j]], cells[J[j]]
+	if (repeats < 7)
+		printf "(%d runs per cell: a quick look; issue 17's verdict takes at least 7)\n", repeats
+}
