@@ -1,0 +1,137 @@
+/*
+ * The two bounds of the default protocol (slowpath.c), through the core
+ * linked in, on lock words set up by hand so that nothing depends on timing:
+ *  - a watching head is bypassed at most TICKET_BYPASS times: stealers count
+ *    themselves in the word, and the next one queues instead;
+ *  - a watching head that is not running (here: a ticket no thread holds, as
+ *    a descheduled or vanished waiter leaves it) does not hold up a running
+ *    thread for good: the last in line takes the lock past it, and stealing
+ *    goes on.
+ * And strict FIFO (TICKET_QUEUE=0) steals nothing.
+ */
+#include <criterion/criterion.h>
+#include <pthread.h>
+#include <stdlib.h>
+
+#include "options.h"
+#include "ticket_lock.h"
+
+static ts_word_t word __attribute__((aligned(64)));
+
+/* A queue of one ticket (0), whose waiter watches and will never look again. */
+static uint32_t ghost_watching_head(void)
+{
+	return TS_NEXT_ONE | TS_WATCHING;
+}
+
+static void bypass(const char *value)
+{
+	setenv("TICKET_BYPASS", value, 1);
+}
+
+Test(bypass, stealers_count_and_stop_at_the_bound, .timeout = 10)
+{
+	bypass("5");
+	cr_assert_eq(ts_config()->bypass_max, 5u);
+	__atomic_store_n(&word, ghost_watching_head(), __ATOMIC_RELAXED);
+	for (uint32_t k = 1; k <= 5; k++) {
+		ts_lock(&word, NULL);
+		/* a steal: no ticket taken, counted in the word */
+		cr_assert_eq(ts_bypass(word), k, "steal %u: word %#x", k, word);
+		cr_assert(word & TS_WATCHING, "steal %u: word %#x", k, word);
+		cr_assert_eq(ts_queued(word), 1, "steal %u: word %#x", k, word);
+		cr_assert(ts_unlock(&word));
+	}
+	/*
+	 * The sixth may not steal: it queues behind the head, and gets the lock
+	 * only by passing the head that does not take it (the escape), which
+	 * ends the watch.
+	 */
+	ts_lock(&word, NULL);
+	cr_assert(!(word & TS_WATCHING), "after the bound: word %#x", word);
+	cr_assert_eq(ts_bypass(word), 0, "word %#x", word);
+	cr_assert_eq(ts_queued(word), 1, "our ticket was given back: word %#x", word);
+	cr_assert(ts_unlock(&word));
+	/* No one watches now: steals go on, uncounted. */
+	for (int k = 0; k < 100; k++) {
+		ts_lock(&word, NULL);
+		cr_assert_eq(ts_bypass(word), 0, "word %#x", word);
+		cr_assert(ts_unlock(&word));
+	}
+	cr_assert_eq(ts_queued(word), 1, "the ghost's ticket stays: word %#x", word);
+}
+
+struct taker {
+	pthread_t tid;
+	volatile int acquired;
+};
+
+static void *head_thread(void *arg)
+{
+	struct taker *t = arg;
+
+	ts_lock(&word, NULL);
+	t->acquired = 1;
+	cr_assert(ts_unlock(&word));
+	return NULL;
+}
+
+/*
+ * A real head: while the thread that keeps relocking holds the lock and the
+ * head watches, the word never shows more steals than the bound (each steal
+ * counts itself, and the one past the bound queues).  How many acquisitions
+ * the relocking thread gets before the head has the lock is no measure: a
+ * head that loses its CPU is passed over until it runs again, by design.
+ */
+Test(bypass, a_watching_head_is_never_bypassed_past_the_bound, .timeout = 10)
+{
+	enum { TRIALS = 15, BOUND = 8 };
+	long watched = 0;
+
+	bypass("8");
+	/* A head that sleeps does not watch: keep it awake, so that it does. */
+	setenv("TICKET_WAIT", "spin", 1);
+	cr_assert_eq(ts_config()->wait, TS_WAIT_SPIN);
+	for (int trial = 0; trial < TRIALS; trial++) {
+		struct taker t = { 0 };
+
+		__atomic_store_n(&word, 0, __ATOMIC_RELAXED);
+		ts_lock(&word, NULL);
+		pthread_create(&t.tid, NULL, head_thread, &t);
+		/* wait until it has queued (at the front of an empty queue, it watches) */
+		while (ts_queued(__atomic_load_n(&word, __ATOMIC_ACQUIRE)) == 0)
+			;
+		cr_assert(ts_unlock(&word));
+		while (!t.acquired) {
+			uint32_t held;
+
+			ts_lock(&word, NULL);
+			held = __atomic_load_n(&word, __ATOMIC_RELAXED);
+			if (held & TS_WATCHING) {
+				watched++;
+				cr_assert_leq(ts_bypass(held), BOUND, "trial %d: word %#x", trial, held);
+			}
+			cr_assert(ts_unlock(&word));
+		}
+		pthread_join(t.tid, NULL);
+	}
+	cr_assert_gt(watched, 0, "the head never watched while we held the lock");
+}
+
+Test(bypass, strict_fifo_never_steals, .timeout = 10)
+{
+	setenv("TICKET_QUEUE", "0", 1);
+	cr_assert_eq(ts_config()->bypass_max, 0u);
+	/* a free lock with a queue: strict FIFO queues behind it */
+	__atomic_store_n(&word, TS_NEXT_ONE, __ATOMIC_RELAXED);
+	cr_assert(!ts_trylock(&word), "trylock stole: word %#x", word);
+	cr_assert_eq(word, TS_NEXT_ONE);
+}
+
+Test(bypass, default_trylock_steals_a_free_lock_behind_a_queue, .timeout = 10)
+{
+	__atomic_store_n(&word, TS_NEXT_ONE, __ATOMIC_RELAXED);
+	cr_assert(ts_trylock(&word), "word %#x", word);
+	cr_assert(ts_is_held(word));
+	cr_assert(ts_unlock(&word));
+}
