@@ -164,14 +164,14 @@ void ts_wake_ticket(ts_word_t *lock, uint32_t hash, uint32_t word, uint8_t ticke
 	}
 }
 
-enum ts_sleep ts_sleep_outside(ts_word_t *lock, uint32_t hash, uint64_t nap_ns)
+enum ts_sleep ts_sleep_outside(ts_word_t *lock, uint32_t hash, uint32_t capacity, uint64_t nap_ns)
 {
 	struct parking_slot *slot = slot_of(hash);
 	uint32_t seq = __atomic_load_n(&slot->outside_seq, __ATOMIC_SEQ_CST);
 	struct timespec nap = { (time_t)(nap_ns / 1000000000ull), (long)(nap_ns % 1000000000ull) };
 
 	/* Room appeared since we looked: no sleep.  (SEQ_CST: against the waker's bump.) */
-	if (ts_queued(__atomic_load_n(lock, __ATOMIC_SEQ_CST)) < TS_QUEUE_CAPACITY)
+	if (ts_queued(__atomic_load_n(lock, __ATOMIC_SEQ_CST)) < capacity)
 		return TS_SLEEP_SKIPPED;
 	return sleep_result(syscall(SYS_futex, &slot->outside_seq, FUTEX_WAIT_PRIVATE, seq, &nap,
 	                            NULL, 0));

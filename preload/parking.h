@@ -66,10 +66,11 @@ enum ts_sleep ts_sleep_as_head(ts_word_t *lock, uint32_t hash, uint8_t ticket, u
 void ts_wake_ticket(ts_word_t *lock, uint32_t hash, uint32_t word, uint8_t ticket);
 
 /*
- * Outside the queue (it is full): sleeps for at most @nap_ns, or until a
- * waiter takes the lock from a queue that was full.
+ * Outside the queue (it holds @capacity tickets): sleeps for at most @nap_ns,
+ * or until a waiter takes the lock from a queue that was full.
  */
-enum ts_sleep ts_sleep_outside(ts_word_t *lock, uint32_t hash, uint64_t nap_ns);
+enum ts_sleep ts_sleep_outside(ts_word_t *lock, uint32_t hash, uint32_t capacity,
+                               uint64_t nap_ns);
 
 /* Wakes the threads waiting outside the queue of the locks of @hash. */
 void ts_wake_outside(uint32_t hash);

@@ -44,11 +44,14 @@
  *     At low contention the queue is empty or short and nothing is
  *     restricted.
  *  4. Escape.  A head that stops running while watching would stop everyone
- *     behind the count.  The last waiter in the queue, seeing the watching
- *     head leave the lock free for TS_ESCAPE_NS (a running head looks every
+ *     behind the count.  The last waiter in the queue, seeing the head leave
+ *     the lock free for TS_ESCAPE_NS (a running head looks every
  *     TS_HEAD_MAX_PAUSES pauses at most), gives its ticket back and takes the
  *     lock in one compare-and-swap, clearing TS_WATCHING: stealing goes on
- *     until the head runs and watches again.  So a waiter that is not running
+ *     until the head runs and watches again.  (A head that does not watch
+ *     stops no stealer, but one asleep, or a ticket whose waiter has
+ *     vanished, would leave the queue behind it waiting: the last in line
+ *     passes it the same way.)  So a waiter that is not running
  *     holds up the running ones for at most TS_ESCAPE_NS (while one of them
  *     is last in the queue), and a head that sleeps (holder preempted or a
  *     long critical section) clears TS_WATCHING before it does.
@@ -352,7 +355,7 @@ static enum how_taken wait_in_queue(struct waiter *w, uint8_t ticket, uint32_t w
 		if (pos > 0 && !strict) {
 			bool head_watches = (word & TS_WATCHING) != 0;
 
-			if (head_watches && !ts_is_held(word) &&
+			if (!ts_is_held(word) &&
 			    ts_next(word) == (uint8_t)((ticket + 1u) & TS_TICKET_MASK)) {
 				uint64_t now = ts_now_ns();
 
@@ -441,7 +444,8 @@ static void wait_outside(struct waiter *w, uint32_t *word)
 		if (spun >= cfg->spin_budget) {
 			ts_stall_check(&w->stall, cfg, w->lock, w->caller, 0, *word, true, ts_now_ns());
 			if (cfg->wait == TS_WAIT_PARK) {
-				enum ts_sleep how = ts_sleep_outside(w->lock, w->hash, nap_ns);
+				enum ts_sleep how = ts_sleep_outside(w->lock, w->hash,
+				                                     queue_capacity(cfg), nap_ns);
 
 				if (how != TS_SLEEP_SKIPPED)
 					w->st.parks++;

@@ -8,23 +8,14 @@
  * mmap only: at exit, malloc's locks may be held by threads still running.
  *
  * "total" acquisitions: the fast path cannot count, so totals come from the
- * ticket numbers the slow path sees.  Tickets are served one per acquisition
- * (lock or trylock), in order, so the distance between two served tickets is
- * the number of acquisitions in between, modulo the ticket space (16384
- * tickets).  Each thread keeps, per lock, segments of observations (ticket
- * and time, taken while holding the lock, hence ordered like the tickets): a
- * segment ends when the thread's next observation comes more than
- * TS_SEG_GAP_NS later, a gap that could hide a whole ticket space, or after a
- * pthread_spin_init() of the lock (epochs).  The merge chains the segments
- * in time order (see total_of).  The result counts the acquisitions from
- * the lock's first contended acquisition to its last; it is exact unless
- * 16384 or more acquisitions pass with no contended one in between (then it
- * is short by a multiple of 16384), or a thread closes more than
- * TS_SEG_LIMIT segments.  A borrowed turn is served under another waiter's
- * ticket: it is counted apart and added to the total.  An acquisition served
- * at its first look has no clock reading (stats.c): it is counted, but is no
- * observation.  pthread_spin_init() restarts a lock's tickets: each thread
- * logs its inits, and the merge restarts the count there.
+ * slow path's records: every acquisition that went through it, those taken
+ * in the queue (their tickets, 7 bits, are chained in time order: see
+ * note_segment() and total_of(), which count the queue's takes between two
+ * observations) and those taken without a ticket (steals and escapes,
+ * counted apart as "borrows").  Acquisitions of an idle lock are never seen:
+ * the total is a lower bound, and the report says so.  pthread_spin_init()
+ * restarts a lock's tickets: each thread logs its inits, and the merge
+ * restarts the count there.
  *
  * The file may be read while the process writes it: a record being updated
  * at that moment may be read half-updated (an acquisition missed or counted
