@@ -84,10 +84,12 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "log.h"
+#include "maps.h"
 #include "options.h"
 #include "slowpath.h"
 #include "stats_file.h"
@@ -203,51 +205,47 @@ static uint64_t process_start_time(void)
 	return p != NULL ? strtoull(p + 1, NULL, 10) : 0;
 }
 
-static int note_module(struct dl_phdr_info *info, size_t size, void *arg)
+static void note_module(const struct ts_mapping *map, void *arg)
 {
 	struct ts_file_header *h = arg;
-	uint64_t start = UINT64_MAX, end = 0;
-	const char *name = info->dlpi_name;
-	uint32_t type = ET_DYN;
+	ElfW(Ehdr) eh;
+	struct iovec local = { &eh, sizeof(eh) }, remote = { (void *)(uintptr_t)map->base, sizeof(eh) };
+	uint64_t base;
 
-	(void)size;
-	if (name == NULL || name[0] == '\0')
-		name = h->exe; /* the program itself */
-	if (name[0] != '/')
-		return 0; /* the vDSO */
+	/*
+	 * The ELF header at the object's base tells a loaded object from a data
+	 * file mapped whole; read without a fault should the mapping go meanwhile.
+	 */
+	if (syscall(SYS_process_vm_readv, (long)getpid(), &local, 1ul, &remote, 1ul, 0ul) !=
+	            (long)sizeof(eh) ||
+	    memcmp(eh.e_ident, ELFMAG, SELFMAG) != 0)
+		return;
+	/* readers subtract the base to get the object's addresses (0 for ET_EXEC) */
+	base = eh.e_type == ET_EXEC ? 0 : map->base;
 	for (uint32_t i = 0; i < h->nmodules; i++)
-		if (h->modules[i].base == info->dlpi_addr && strcmp(h->modules[i].path, name) == 0)
-			return 0; /* known */
-	for (int i = 0; i < info->dlpi_phnum; i++) {
-		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
-
-		if (ph->p_type != PT_LOAD)
-			continue;
-		if (info->dlpi_addr + ph->p_vaddr < start)
-			start = info->dlpi_addr + ph->p_vaddr;
-		if (info->dlpi_addr + ph->p_vaddr + ph->p_memsz > end)
-			end = info->dlpi_addr + ph->p_vaddr + ph->p_memsz;
-		if (ph->p_offset == 0) /* the ELF header is mapped here */
-			type = ((const ElfW(Ehdr) *)(info->dlpi_addr + ph->p_vaddr))->e_type;
-	}
-	if (h->nmodules >= TS_MODULE_LIMIT || end == 0)
-		return 0;
+		if (h->modules[i].base == base && strcmp(h->modules[i].path, map->path) == 0)
+			return; /* known */
+	if (h->nmodules >= TS_MODULE_LIMIT)
+		return;
 	struct ts_module *m = &h->modules[h->nmodules];
-	m->base = info->dlpi_addr;
-	m->start = start;
-	m->end = end;
-	m->elf_type = type;
-	snprintf(m->path, sizeof(m->path), "%.*s", (int)sizeof(m->path) - 1, name);
+	m->base = base;
+	m->start = map->start;
+	m->end = map->end;
+	m->elf_type = eh.e_type;
+	snprintf(m->path, sizeof(m->path), "%s", map->path);
 	/* RELEASE: a reader that counts the module sees it whole. */
 	__atomic_store_n(&h->nmodules, h->nmodules + 1, __ATOMIC_RELEASE);
-	return 0;
 }
 
-/* Remembers the loaded objects (again, after a dlopen), to name call sites. */
+/*
+ * Remembers the loaded objects (again, after a dlopen), to name call sites.
+ * From /proc/self/maps (maps.h), not dl_iterate_phdr(): this runs in the lock
+ * path, where the dynamic loader's lock must not be taken.
+ */
 static void note_modules(void)
 {
 	pthread_mutex_lock(&grow_lock);
-	dl_iterate_phdr(note_module, header);
+	ts_maps_each(note_module, header);
 	pthread_mutex_unlock(&grow_lock);
 }
 
@@ -504,14 +502,24 @@ fail:
 static struct ts_thread_slot *my_slot(void)
 {
 	struct ts_thread_slot *t = mine;
+	int cancel_state;
 
 	if (__builtin_expect(t != NULL, 1))
 		return t;
 	if (mine_failed)
 		return NULL;
+	/*
+	 * Claiming a slot (and making the file, in a forked child) opens and
+	 * reads files: cancellation points, and the caller may hold a ticket,
+	 * which a cancellation would leave in line for ever.  No cancellation,
+	 * then, until done; a pending one acts at the thread's next
+	 * cancellation point, as with glibc's lock.
+	 */
+	pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cancel_state);
 	t = claim_slot();
 	mine_failed = t == NULL;
 	mine = t;
+	pthread_setcancelstate(cancel_state, NULL);
 	return t;
 }
 
