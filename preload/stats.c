@@ -62,11 +62,14 @@
  * $XDG_RUNTIME_DIR only when that is an absolute directory owned by us and
  * writable by no one else, else in /dev/shm.  Later opens (to grow the file,
  * and to read it for the report) use O_NOFOLLOW and check that the inode is
- * still the one created.  The TICKET_STATS=FILE report file is created the
- * same way at start-up (so that a path that cannot be used is known before
- * anything is recorded: one stderr line, and the program runs on without
- * statistics), and written at exit after the same inode check.  In an
- * AT_SECURE process options.c ignores TICKET_STATS altogether.
+ * still the one created.  The TICKET_STATS=FILE report file is checked at
+ * start-up (so that a path that cannot be used is known before anything is
+ * recorded: one stderr line, and the program runs on without statistics) and
+ * created the same way at a normal exit (not before: an image that execs
+ * must leave the name to the next); a file already there is appended to
+ * only when it is a regular file of ours holding our reports (another image
+ * of the same run wrote it), never otherwise.  In an AT_SECURE process
+ * options.c ignores TICKET_STATS altogether.
  */
 #include "stats.h"
 
@@ -78,6 +81,7 @@
 #include <link.h>
 #include <pthread.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -112,10 +116,9 @@ static uint64_t seg_gap;               /* TS_SEG_GAP_NS in clock units */
 
 /* TICKET_STATS=FILE: where the report goes at exit. */
 static char report_path[PATH_MAX];
-static dev_t report_dev;
-static ino_t report_ino;
 static bool report_to_file;    /* else stderr */
 static bool report_nowhere;    /* a forked child without %p in FILE: keep the shared file */
+static bool any_recorded;      /* a contended acquisition was folded (stats_at_exit) */
 
 /*
  * initial-exec: read inside the critical section, where a __tls_get_addr
@@ -328,6 +331,45 @@ static const char *stats_directory(const struct ts_config *cfg)
 	return "/dev/shm";
 }
 
+/*
+ * The names a file is looked for under: ".PID", then ".PID.N" (the image
+ * before an exec, or a dead process whose pid was reused, took the name),
+ * then names no one can guess: another user may have created every
+ * predictable one (readers skip files that are not the process's own).
+ */
+#define NAME_TRIES 16
+#define RANDOM_NAME_TRIES 8
+
+/*
+ * @path, a name taken, may be the file of this process's image before an
+ * exec: ours, the same pid and start time, and still "running".  That image
+ * ran no exit code; say what became of it, or readers take it for a crash.
+ */
+static void mark_previous_image(const char *path, uint64_t start_time)
+{
+	struct stat st;
+	uint64_t magic = 0, started = 0;
+	uint32_t uid_state[2] = { 0, 0 };
+	int32_t pid = 0;
+	uint32_t execed = TS_EXECED;
+	int fd = open(path, O_RDWR | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+
+	if (fd < 0)
+		return;
+	if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == geteuid() &&
+	    (uint64_t)st.st_size >= sizeof(struct ts_file_header) &&
+	    pread(fd, &magic, sizeof(magic), offsetof(struct ts_file_header, magic)) == sizeof(magic) &&
+	    pread(fd, &pid, sizeof(pid), offsetof(struct ts_file_header, pid)) == sizeof(pid) &&
+	    pread(fd, uid_state, sizeof(uid_state), offsetof(struct ts_file_header, uid)) ==
+	            sizeof(uid_state) &&
+	    pread(fd, &started, sizeof(started), offsetof(struct ts_file_header, start_time)) ==
+	            sizeof(started) &&
+	    magic == TS_FILE_MAGIC && pid == (int32_t)getpid() && uid_state[0] == st.st_uid &&
+	    uid_state[1] == TS_RUNNING && started != 0 && started == start_time)
+		(void)!pwrite(fd, &execed, sizeof(execed), offsetof(struct ts_file_header, state));
+	close(fd);
+}
+
 static bool create_stats_file(const struct ts_config *cfg)
 {
 	const char *dir = stats_directory(cfg);
@@ -335,17 +377,27 @@ static bool create_stats_file(const struct ts_config *cfg)
 	struct ts_file_header *h;
 	char cmdline[sizeof(h->command)];
 	size_t len;
+	uint64_t start_time;
 
-	for (int n = 0; n < 1000; n++) {
+	start_time = process_start_time();
+	for (int n = 0; n < NAME_TRIES + RANDOM_NAME_TRIES; n++) {
+		uint64_t r = 0;
+
 		if (n == 0)
 			snprintf(file_path, sizeof(file_path), "%s/%s%d", dir, TS_FILE_PREFIX,
 			         (int)getpid());
-		else
+		else if (n < NAME_TRIES)
 			snprintf(file_path, sizeof(file_path), "%s/%s%d.%d", dir, TS_FILE_PREFIX,
 			         (int)getpid(), n);
+		else if (syscall(SYS_getrandom, &r, sizeof(r), 0) == (long)sizeof(r))
+			snprintf(file_path, sizeof(file_path), "%s/%s%d.r%016llx", dir, TS_FILE_PREFIX,
+			         (int)getpid(), (unsigned long long)r);
+		else
+			break;
 		fd = create_new(file_path, O_RDWR, &file_dev, &file_ino);
 		if (fd >= 0 || errno != EEXIST)
 			break;
+		mark_previous_image(file_path, start_time);
 	}
 	if (fd < 0) {
 		ts_log("TICKET_STATS: cannot create %s: %s; running without statistics", file_path,
@@ -372,7 +424,7 @@ static bool create_stats_file(const struct ts_config *cfg)
 	h->ppid = (int32_t)getppid();
 	h->uid = (uint32_t)geteuid();
 	h->state = TS_RUNNING;
-	h->start_time = process_start_time();
+	h->start_time = start_time;
 	{
 		struct timespec ts;
 		clock_gettime(CLOCK_REALTIME, &ts);
@@ -410,24 +462,77 @@ static bool create_stats_file(const struct ts_config *cfg)
 	return true;
 }
 
-/* TICKET_STATS=FILE: create it now, so that an unusable path is known at once. */
-static bool create_report_file(const struct ts_config *cfg)
+/*
+ * TICKET_STATS=FILE that another image of the run (a wrapper's helper, the
+ * parent of a program run by a shell) has written already: open for
+ * appending only if it is a regular file of ours that holds our reports (it
+ * begins with one), never any other file.  -1 with errno EEXIST otherwise.
+ */
+#define REPORT_START "stats: pid "
+
+static int open_our_report(const char *path)
 {
-	int fd;
+	char start[sizeof(REPORT_START) - 1];
+	struct stat st;
+	int fd = open(path, O_RDWR | O_APPEND | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+
+	if (fd < 0) {
+		errno = EEXIST;
+		return -1;
+	}
+	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != geteuid() ||
+	    pread(fd, start, sizeof(start), 0) != (ssize_t)sizeof(start) ||
+	    memcmp(start, REPORT_START, sizeof(start)) != 0) {
+		close(fd);
+		errno = EEXIST;
+		return -1;
+	}
+	return fd;
+}
+
+/*
+ * TICKET_STATS=FILE: checked now, so that an unusable path is known at once
+ * (another file is there, or its directory cannot take it), but created only
+ * at a normal exit, when there is a report to write.  An image that never
+ * gets there (a shell that execs the real program, a wrapper script's
+ * interpreter) must not claim the name its successor will write to; and
+ * images that do (a helper the wrapper runs, a shell that runs the program
+ * as its child) leave it to the ones with something to report.
+ */
+static bool check_report_file(const struct ts_config *cfg)
+{
+	char dir[PATH_MAX];
+	struct stat st;
+	char *slash;
 
 	report_to_file = cfg->stats[0] != '\0';
 	if (!report_to_file || report_nowhere)
 		return true;
 	expand_name(cfg->stats, report_path, sizeof(report_path));
-	fd = create_new(report_path, O_WRONLY, &report_dev, &report_ino);
-	if (fd < 0) {
-		ts_log("TICKET_STATS=%s: cannot create %s: %s (an existing file is never "
-		       "overwritten); running without statistics",
-		       cfg->stats, report_path, strerror(errno));
-		return false;
+	snprintf(dir, sizeof(dir), "%s", report_path);
+	slash = strrchr(dir, '/');
+	if (slash == dir)
+		dir[1] = '\0';
+	else if (slash != NULL)
+		*slash = '\0';
+	else
+		snprintf(dir, sizeof(dir), ".");
+	if (lstat(report_path, &st) == 0) {
+		int fd = open_our_report(report_path);
+
+		if (fd >= 0) {
+			close(fd);
+			return true; /* another image of the run reported there: we append */
+		}
+		errno = EEXIST;
+	} else if (errno == ENOENT && faccessat(AT_FDCWD, dir, W_OK | X_OK, AT_EACCESS) == 0 &&
+	           stat(dir, &st) == 0 && S_ISDIR(st.st_mode)) {
+		return true;
 	}
-	close(fd);
-	return true;
+	ts_log("TICKET_STATS=%s: cannot create %s: %s (an existing file is never "
+	       "overwritten); running without statistics",
+	       cfg->stats, report_path, strerror(errno));
+	return false;
 }
 
 bool ts_stats_start(void)
@@ -445,13 +550,8 @@ bool ts_stats_start(void)
 	state = FILE_NONE;
 	if (__atomic_compare_exchange_n(&file_state, &state, FILE_CREATING, false, __ATOMIC_ACQUIRE,
 	                                __ATOMIC_ACQUIRE)) {
-		bool ok = create_report_file(cfg);
+		bool ok = check_report_file(cfg) && create_stats_file(cfg);
 
-		if (ok && !create_stats_file(cfg)) {
-			ok = false;
-			if (report_to_file && !report_nowhere)
-				unlink(report_path);
-		}
 		__atomic_store_n(&file_state, ok ? FILE_READY : FILE_FAILED, __ATOMIC_RELEASE);
 		return ok;
 	}
@@ -611,6 +711,8 @@ static void fold(struct ts_thread_slot *t)
 		__atomic_store_n(&p->seq, seq + 2, __ATOMIC_RELEASE);
 	}
 	ts_slot_fold(t, seg_gap);
+	if (!__atomic_load_n(&any_recorded, __ATOMIC_RELAXED))
+		__atomic_store_n(&any_recorded, true, __ATOMIC_RELAXED);
 	if (t->nsites != sites && !module_known(t->sites[t->last_site].caller))
 		note_modules(); /* a dlopen()ed object */
 }
@@ -766,41 +868,65 @@ const char *ts_stats_file(void)
 
 /* ---- at exit, and across fork -------------------------------------------- */
 
+/* Whether this image has recorded a contended acquisition. */
+static bool recorded_anything(void)
+{
+	return __atomic_load_n(&any_recorded, __ATOMIC_RELAXED) ||
+	       (mine != NULL && mine->pending.seq != 0);
+}
+
 __attribute__((destructor)) static void stats_at_exit(void)
 {
 	const struct ts_config *cfg = ts_config();
 	int fd = STDERR_FILENO;
-	bool ready;
+	bool skip = false;
 
 	if (cfg->stats == NULL || report_nowhere)
 		return;
-	ready = __atomic_load_n(&file_state, __ATOMIC_ACQUIRE) == FILE_READY;
-	if (!ready && __atomic_load_n(&file_state, __ATOMIC_ACQUIRE) == FILE_FAILED)
-		return; /* said so at start-up */
-	if (ready) {
-		header->exit_ns = monotonic_ns();
-		header->exit_clock = stats_clock();
-	}
+	/*
+	 * FILE_FAILED: said so at start-up.  FILE_NONE: a forked child that
+	 * recorded nothing (its file is made at its first record): nothing to
+	 * report and no file to leave behind.
+	 */
+	if (__atomic_load_n(&file_state, __ATOMIC_ACQUIRE) != FILE_READY)
+		return;
+	header->exit_ns = monotonic_ns();
+	header->exit_clock = stats_clock();
 	if (report_to_file) {
-		fd = reopen_ours(report_path, O_WRONLY | O_APPEND, report_dev, report_ino);
-		if (fd < 0) {
-			ts_log("TICKET_STATS=%s: cannot write %s: %s; reporting on stderr", cfg->stats,
-			       report_path, strerror(errno));
+		dev_t dev;
+		ino_t ino;
+
+		/* claimed only now (check_report_file); "%p" is our pid, a forked child's too */
+		expand_name(cfg->stats, report_path, sizeof(report_path));
+		fd = create_new(report_path, O_WRONLY | O_APPEND, &dev, &ino);
+		if (fd < 0 && errno == EEXIST) {
+			/*
+			 * Another image of the run wrote FILE first: with nothing
+			 * to add, say nothing; else append to its report.
+			 */
+			if (!recorded_anything())
+				skip = true;
+			else
+				fd = open_our_report(report_path);
+		}
+		if (fd < 0 && !skip) {
+			ts_log("TICKET_STATS=%s: cannot create %s: %s (an existing file is never "
+			       "overwritten); reporting on stderr",
+			       cfg->stats, report_path, strerror(errno));
 			fd = STDERR_FILENO;
 		}
 	}
-	ts_stats_report(fd, fd == STDERR_FILENO ? "ticketspin: " : "", cfg->stats_top);
-	if (fd != STDERR_FILENO)
+	if (!skip)
+		ts_stats_report(fd, fd == STDERR_FILENO ? "ticketspin: " : "", cfg->stats_top);
+	if (!skip && fd != STDERR_FILENO)
 		close(fd);
-	if (ready) {
-		__atomic_store_n(&header->state, TS_EXITED, __ATOMIC_RELEASE);
-		if (!cfg->stats_keep) {
-			struct stat st;
+	__atomic_store_n(&header->state, TS_EXITED, __ATOMIC_RELEASE);
+	if (!cfg->stats_keep) {
+		struct stat st;
 
-			/* only our own file: the name could have been replaced meanwhile */
-			if (lstat(file_path, &st) == 0 && st.st_dev == file_dev && st.st_ino == file_ino)
-				unlink(file_path);
-		}
+		/* only our own file: the name could have been replaced meanwhile */
+		if (lstat(file_path, &st) == 0 && st.st_dev == file_dev && st.st_ino == file_ino)
+			unlink(file_path);
 	}
 }
 
@@ -822,6 +948,7 @@ static void forget_parent(void)
 	pthread_mutex_init(&grow_lock, NULL);
 	mine = NULL;
 	mine_failed = false;
+	any_recorded = false;
 	/* Without "%p" the child's report would overwrite the parent's: it keeps its file. */
 	if (report_to_file && strstr(ts_config()->stats, "%p") == NULL)
 		report_nowhere = true;

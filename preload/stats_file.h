@@ -5,7 +5,9 @@
  *
  * One file per process image, created when the process starts with
  * TICKET_STATS on: "ticketspin-stats.PID" (".PID.N" when that name is taken,
- * e.g. by the image before an exec, or a dead process whose pid was reused),
+ * e.g. by the image before an exec, or a dead process whose pid was reused;
+ * ".PID.rHEX", random, when all of those are: another user may squat on
+ * them, so readers check a file is the process's own before believing it),
  * in $XDG_RUNTIME_DIR when set and ours, else in /dev/shm.  It is a tmpfs
  * file, mapped MAP_SHARED: whatever the process recorded is in it the moment
  * it is recorded, so it survives _exit, exec, and every signal, SIGKILL
@@ -87,6 +89,7 @@ enum ts_clock_kind { TS_CLOCK_TSC = 1, TS_CLOCK_NS = 2 };
 enum ts_image_state {
 	TS_RUNNING = 1, /* or ended without a normal exit: readers tell which */
 	TS_EXITED = 2,  /* exit() or return from main; the report was written */
+	TS_EXECED = 3,  /* the process exec'd: set by the next image's library */
 };
 
 /*
