@@ -74,7 +74,8 @@ static const struct elf_file *elf_open(const char *path)
 		munmap((void *)free_slot->data, free_slot->size);
 	memset(free_slot, 0, sizeof(*free_slot));
 	snprintf(free_slot->path, sizeof(free_slot->path), "%s", path);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
+	/* O_NONBLOCK: a damaged file may name a FIFO, whose open would wait */
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
 	if (fd < 0 || fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) ||
 	    (size_t)st.st_size < sizeof(Elf64_Ehdr)) {
 		free_slot->failed = true;
@@ -128,9 +129,17 @@ static bool elf_symbol(const struct elf_file *elf, uint64_t vaddr, char *name, s
 				    sym[i].st_shndx == SHN_UNDEF || sym[i].st_name >= strtab->sh_size ||
 				    vaddr < sym[i].st_value || vaddr >= sym[i].st_value + sym[i].st_size)
 					continue;
-				snprintf(name, size, "%.*s", (int)size - 1,
-				         (const char *)elf->data + strtab->sh_offset + sym[i].st_name);
-				name[strnlen(name, size - 1)] = '\0';
+				/*
+				 * Within the string table: its last string need not be
+				 * terminated, and reading on could pass the mapping's end.
+				 */
+				size_t room = strtab->sh_size - sym[i].st_name;
+				size_t len = strnlen((const char *)elf->data + strtab->sh_offset +
+				                             sym[i].st_name,
+				                     room < size - 1 ? room : size - 1);
+
+				memcpy(name, elf->data + strtab->sh_offset + sym[i].st_name, len);
+				name[len] = '\0';
 				*offset = vaddr - sym[i].st_value;
 				return name[0] != '\0';
 			}
