@@ -138,6 +138,29 @@ __thread bool ts_stats_fold_due TLS_IE;
 #define EPOCH_BITS 8
 static uint32_t init_epochs[1u << EPOCH_BITS];
 
+/*
+ * Hashes of the locks recorded contended (a bit each, set once, never
+ * cleared): read-mostly, so the check in ts_stats_record() costs a load of
+ * a line all CPUs share.  A collision only keeps an init record not needed.
+ */
+#define CONTENDED_BITS 14
+static uint64_t contended_hashes[(1u << CONTENDED_BITS) / 64];
+
+static bool seen_contended(uint32_t hash)
+{
+	uint32_t bit = hash >> (32 - CONTENDED_BITS);
+
+	return __atomic_load_n(&contended_hashes[bit / 64], __ATOMIC_RELAXED) >> (bit % 64) & 1;
+}
+
+static void note_contended(uint32_t hash)
+{
+	uint32_t bit = hash >> (32 - CONTENDED_BITS);
+
+	if (!seen_contended(hash))
+		__atomic_fetch_or(&contended_hashes[bit / 64], 1ull << (bit % 64), __ATOMIC_RELAXED);
+}
+
 /* The hold-time hand-over: see the header. */
 static struct {
 	uint64_t word; /* lock tag (16) | ticket number (14) | acquired >> 4 (34); 0: none */
@@ -563,6 +586,61 @@ bool ts_stats_start(void)
 
 /* ---- the calling thread's slot --------------------------------------------------- */
 
+static void fold(struct ts_thread_slot *t);
+
+/*
+ * Slots of threads that have exited, mapped and ready for the next thread
+ * that records (under grow_lock).  A slot keeps what its threads recorded:
+ * the report adds the records of every thread that had it, as it adds those
+ * of different slots, so a thread's exit loses nothing; and the file and the
+ * mappings stay bounded by the threads alive at once, not by the threads
+ * ever created (a server that makes a thread per request would otherwise
+ * run out of mappings, vm.max_map_count, after some 65,000).
+ */
+static struct ts_thread_slot *free_slots[TS_MAX_THREADS];
+static uint32_t nfree_slots;
+static pthread_key_t slot_key;
+static bool slot_key_made;
+
+/*
+ * The exiting thread's slot goes back (pthread key destructor, in that
+ * thread): its pending record folded, and no more records from it, which
+ * would go to a slot another thread may have by then.
+ */
+static void give_back_slot(void *arg)
+{
+	struct ts_thread_slot *t = arg;
+
+	if (t == NULL || t != mine)
+		return; /* a slot of the parent, in a forked child: not ours to give */
+	if (t->folded != t->pending.seq)
+		fold(t);
+	mine = NULL;
+	mine_failed = true;
+	pthread_mutex_lock(&grow_lock);
+	if (nfree_slots < TS_MAX_THREADS)
+		free_slots[nfree_slots++] = t;
+	pthread_mutex_unlock(&grow_lock);
+}
+
+static struct ts_thread_slot *reuse_slot(void)
+{
+	struct ts_thread_slot *slot = NULL;
+
+	pthread_mutex_lock(&grow_lock);
+	if (nfree_slots > 0)
+		slot = free_slots[--nfree_slots];
+	pthread_mutex_unlock(&grow_lock);
+	return slot;
+}
+
+/* Gives the slot back when the thread exits; false when it cannot be arranged. */
+static void keep_until_exit(struct ts_thread_slot *slot)
+{
+	if (slot_key_made)
+		(void)pthread_setspecific(slot_key, slot);
+}
+
 static struct ts_thread_slot *claim_slot(void)
 {
 	struct ts_thread_slot *slot = MAP_FAILED;
@@ -571,6 +649,12 @@ static struct ts_thread_slot *claim_slot(void)
 
 	if (!ts_stats_start())
 		return NULL;
+	if ((slot = reuse_slot()) != NULL) {
+		slot->tid = (uint32_t)syscall(SYS_gettid);
+		keep_until_exit(slot);
+		return slot;
+	}
+	slot = MAP_FAILED;
 	i = __atomic_fetch_add(&header->threads, 1, __ATOMIC_RELAXED);
 	if (i >= TS_MAX_THREADS)
 		goto fail;
@@ -593,6 +677,7 @@ static struct ts_thread_slot *claim_slot(void)
 		goto fail;
 	slot->tid = (uint32_t)syscall(SYS_gettid);
 	__atomic_store_n(&slot->claimed, 1, __ATOMIC_RELEASE);
+	keep_until_exit(slot);
 	return slot;
 fail:
 	__atomic_fetch_add(&header->unrecorded_threads, 1, __ATOMIC_RELAXED);
@@ -781,15 +866,23 @@ void ts_stats_record(const void *lock, uint16_t ticket, const void *caller,
 	__atomic_store_n(&p->seq, seq + 1, __ATOMIC_RELEASE);
 	if (wait->borrows == 0 && served != 0)
 		hold_publish(hash, ticket, served);
+	note_contended(hash); /* before the unlock: an init after it must be kept */
 	ts_stats_fold_due = true;
 }
 
 void ts_stats_init(const void *lock)
 {
 	struct ts_thread_slot *t;
+	uint32_t hash = ts_lock_hash(lock);
 
-	__atomic_fetch_add(&init_epochs[ts_lock_hash(lock) >> (32 - EPOCH_BITS)], 1,
-	                   __ATOMIC_RELAXED);
+	__atomic_fetch_add(&init_epochs[hash >> (32 - EPOCH_BITS)], 1, __ATOMIC_RELAXED);
+	/*
+	 * An init matters to the totals only when it falls inside a run of
+	 * observations of the lock: never for a lock not yet contended (most:
+	 * a server initialises thousands of locks it never contends).
+	 */
+	if (!seen_contended(hash))
+		return;
 	if ((t = my_slot()) == NULL)
 		return;
 	if (t->ninits >= TS_INIT_LIMIT) {
@@ -949,6 +1042,7 @@ static void forget_parent(void)
 	mine = NULL;
 	mine_failed = false;
 	any_recorded = false;
+	nfree_slots = 0; /* the parent's slots: not to be written (they stay mapped, unused) */
 	/* Without "%p" the child's report would overwrite the parent's: it keeps its file. */
 	if (report_to_file && strstr(ts_config()->stats, "%p") == NULL)
 		report_nowhere = true;
@@ -961,4 +1055,5 @@ static void forget_parent(void)
 __attribute__((constructor)) static void stats_init(void)
 {
 	pthread_atfork(NULL, NULL, forget_parent);
+	slot_key_made = pthread_key_create(&slot_key, give_back_slot) == 0;
 }

@@ -14,8 +14,10 @@
  * included.
  *
  *   [struct ts_file_header]      one page-aligned block
- *   [struct ts_thread_slot] x N  one per thread that recorded, claimed once
- *                                (N grows with the file; pages never
+ *   [struct ts_thread_slot] x N  one per thread recording at once: claimed
+ *                                at a thread's first record, handed on to a
+ *                                later thread at its exit, with what it
+ *                                holds (N grows with the file; pages never
  *                                touched stay holes)
  *
  * Each slot is written by its own thread only, with plain stores: no shared
@@ -192,7 +194,8 @@ struct ts_file_header {
 	uint32_t stats_top;
 	uint64_t tsc0, ns0;        /* a (clock, CLOCK_MONOTONIC ns) pair taken at creation */
 	uint64_t exit_clock, exit_ns; /* the same at a normal exit, 0 before */
-	uint32_t threads;          /* slots claimed (may exceed those backed by the file) */
+	uint32_t threads;          /* slots claimed (may exceed those backed by the file);
+	                            * each may have served several threads in turn */
 	uint32_t unrecorded_threads; /* threads that could not have a slot */
 	uint32_t delay_tuned;      /* TICKET_DELAY=auto: the delay column means something */
 	uint32_t nmodules;

@@ -10,12 +10,16 @@
  *       probe_lock (and reports a stall, with TICKET_STALL_MS) while
  *       another dlopen()s LIB, whose constructor takes probe_lock: both
  *       must get it
+ *   reliabilityprobe churn PAIRS  PAIRS times two short-lived threads that
+ *       initialise a lock and contend for probe_lock once, then exit
  *
  * stdout: "provider ...", then one line per step; exit status 0 when every
  * check held, 1 when one failed (or a step did not finish within 10 s), 2 usage.
  */
 #include <dlfcn.h>
 #include <pthread.h>
+#include <sched.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -160,6 +164,54 @@ static int mode_dlopen(const char *lib, long hold_ms)
 	return failures ? 1 : 0;
 }
 
+/* ---- churn ----------------------------------------------------------------------- */
+
+/*
+ * A pair: the holder takes probe_lock and keeps it until the waiter has
+ * drawn a ticket behind it, so that each pair contends (recorded) whatever
+ * the scheduler does.
+ */
+static void *short_lived(void *arg)
+{
+	pthread_spinlock_t own;
+	bool holder = arg != NULL;
+
+	pthread_spin_init(&own, PTHREAD_PROCESS_PRIVATE); /* enough to claim a slot */
+	if (holder) {
+		pthread_spin_lock(&probe_lock);
+		while (tickets_in_line() < 2)
+			sched_yield();
+		pthread_spin_unlock(&probe_lock);
+	} else {
+		while (tickets_in_line() < 1)
+			sched_yield();
+		pthread_spin_lock(&probe_lock);
+		pthread_spin_unlock(&probe_lock);
+	}
+	pthread_spin_destroy(&own);
+	return NULL;
+}
+
+/* @pairs times, two threads that contend for probe_lock once, then exit. */
+static int mode_churn(long pairs)
+{
+	pthread_spin_init(&probe_lock, PTHREAD_PROCESS_PRIVATE);
+	step = "thread churn";
+	for (long i = 0; i < pairs; i++) {
+		pthread_t t[2];
+
+		for (int k = 0; k < 2; k++)
+			if (pthread_create(&t[k], NULL, short_lived, k == 0 ? (void *)1 : NULL) != 0) {
+				printf("FAILED: pthread_create after %ld pairs\n", i);
+				return 1;
+			}
+		for (int k = 0; k < 2; k++)
+			pthread_join(t[k], NULL);
+	}
+	printf("churn: %ld threads done\n", 2 * pairs);
+	return failures ? 1 : 0;
+}
+
 int main(int argc, char **argv)
 {
 	pthread_t dog;
@@ -169,6 +221,8 @@ int main(int argc, char **argv)
 	pthread_create(&dog, NULL, watchdog, NULL);
 	if (argc == 3 && strcmp(argv[1], "cancel") == 0)
 		return mode_cancel(atol(argv[2]));
+	if (argc == 3 && strcmp(argv[1], "churn") == 0)
+		return mode_churn(atol(argv[2]));
 	if (argc == 4 && strcmp(argv[1], "dlopen") == 0)
 		return mode_dlopen(argv[2], atol(argv[3]));
 	fprintf(stderr, "usage: reliabilityprobe cancel HOLD_MS | dlopen LIB HOLD_MS\n");

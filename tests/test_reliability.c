@@ -5,8 +5,10 @@
  * directly (linked with the core).
  */
 #include <pthread.h>
+#include <sys/stat.h>
 
 #include "misuse.h"
+#include "stats_file.h"
 #include "probe_run.h"
 
 static void run_probe(struct probe_result *r, const char *const *env, const char *const *argv)
@@ -129,4 +131,43 @@ Test(misuse, burst_of_new_threads_is_not_a_suspect_word)
 	cr_assert(!suspect, "%u tickets ahead judged impossible with %u threads on the system",
 	          ahead, after);
 	cr_assert_eq(ts_misuse_count(TS_MISUSE_SUSPECT_WORD), 0);
+}
+
+/* ---- 4. statistics under thread churn ------------------------------------------------ */
+
+Test(churn, statistics_file_bounded_by_the_threads_alive)
+{
+	char dir[] = "/tmp/ticketspin-churnXXXXXX", xdg[128], cmd[300], name[256];
+	struct probe_result r;
+	struct stat st;
+	FILE *ls;
+	bool have;
+
+	cr_assert(mkdtemp(dir) != NULL);
+	snprintf(xdg, sizeof(xdg), "XDG_RUNTIME_DIR=%s", dir);
+	/* 3000 threads, at most 3 alive at once (main, a pair) */
+	probe_run(&r, (const char *const[]){ xdg, "TICKET_STATS=1", "TICKET_STATS_KEEP=1", NULL },
+	          (const char *const[]){ RELIABILITYPROBE, "churn", "1500", NULL }, 120);
+	snprintf(cmd, sizeof(cmd), "ls %s | grep ticketspin-stats.", dir);
+	ls = popen(cmd, "r");
+	have = ls != NULL && fgets(name, sizeof(name), ls) != NULL;
+	if (ls != NULL)
+		pclose(ls);
+	name[strcspn(name, "\n")] = '\0';
+	snprintf(cmd, sizeof(cmd), "%s/%s", dir, name);
+	cr_assert(have && stat(cmd, &st) == 0, "no statistics file kept");
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	cr_assert_eq(system(cmd), 0);
+	assert_probe_provider(&r);
+	cr_assert_eq(r.status, 0, "%s%s", r.out, r.err);
+	cr_assert_not_null(strstr(r.out, "churn: 3000 threads done"), "%s", r.out);
+	cr_assert_leq((uint64_t)st.st_size, ts_slot_offset(8),
+	              "a file of %lld bytes (%llu slots) for at most 3 threads alive at once",
+	              (long long)st.st_size,
+	              (unsigned long long)(((uint64_t)st.st_size - sizeof(struct ts_file_header)) /
+	                                   sizeof(struct ts_thread_slot)));
+	/* what the exited threads recorded is still counted */
+	cr_assert_not_null(strstr(r.err, "ticketspin: stats: pid "), "%s", r.err);
+	cr_assert_null(strstr(r.err, " 0 locks contended"), "%s", r.err);
+	cr_assert_null(strstr(r.err, "not recorded"), "%s", r.err);
 }
