@@ -11,9 +11,11 @@
  *   ticketspin-stats top [--once] [--top=N] [--interval=S] PID
  *
  * Files are looked for in $XDG_RUNTIME_DIR and /dev/shm.  Only the owner of
- * a file may read it: another user's is refused with a message, even for
- * root (whose reading would not be refused by the file mode): run the
- * command as that user.  The file's contents are not trusted: sizes and
+ * a file may read it: a file of another user's is skipped (anyone may create
+ * a file with the name a process would use), and a pid with no file of ours
+ * whose process is another user's is refused with a message, even for root
+ * (whose reading would not be refused by the file mode): run the command as
+ * that user.  The file's contents are not trusted: sizes and
  * counts are checked before use (a damaged file gives a damaged report, not
  * a crash).  Call sites are named from the objects the process had loaded,
  * recorded in the file, by reading their ELF symbol tables (.symtab, else
