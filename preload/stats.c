@@ -243,8 +243,19 @@ static void note_module(const struct ts_mapping *map, void *arg)
 	 * file mapped whole; read without a fault should the mapping go meanwhile.
 	 */
 	if (syscall(SYS_process_vm_readv, (long)getpid(), &local, 1ul, &remote, 1ul, 0ul) !=
-	            (long)sizeof(eh) ||
-	    memcmp(eh.e_ident, ELFMAG, SELFMAG) != 0)
+	    (long)sizeof(eh)) {
+		if (errno != ENOSYS && errno != EPERM)
+			return; /* gone meanwhile */
+		/*
+		 * A seccomp filter refuses the call: note it as a shared object
+		 * unread (a data file mapped whole is noted too, harmlessly; a
+		 * non-PIE program's call sites get object offsets, not names).
+		 */
+		memset(&eh, 0, sizeof(eh));
+		memcpy(eh.e_ident, ELFMAG, SELFMAG);
+		eh.e_type = ET_DYN;
+	}
+	if (memcmp(eh.e_ident, ELFMAG, SELFMAG) != 0)
 		return;
 	/* readers subtract the base to get the object's addresses (0 for ET_EXEC) */
 	base = eh.e_type == ET_EXEC ? 0 : map->base;
