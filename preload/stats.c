@@ -501,6 +501,9 @@ static bool create_stats_file(const struct ts_config *cfg)
  * parent of a program run by a shell) has written already: open for
  * appending only if it is a regular file of ours that holds our reports (it
  * begins with one), never any other file.  -1 with errno EEXIST otherwise.
+ * (An earlier run's report is appended to as well: nothing tells the two
+ * apart that a script's pauses would not defeat, and appending loses
+ * nothing.)
  */
 #define REPORT_START "stats: pid "
 
