@@ -22,6 +22,15 @@ static char xdg[160], path[256], pid_text[16];
 static unsigned char *original;
 static size_t original_size;
 
+/*
+ * A buffer as aligned as the file's structures (a page): the test casts it
+ * to them.  The file's size is a whole number of pages.
+ */
+static unsigned char *page_buffer(size_t size)
+{
+	return aligned_alloc(4096, (size + 4095) / 4096 * 4096);
+}
+
 /* A real file of a contended run: 4 threads, one lock. */
 static void make_original(void)
 {
@@ -46,7 +55,7 @@ static void make_original(void)
 	fd = open(path, O_RDONLY);
 	cr_assert(fd >= 0 && fstat(fd, &st) == 0);
 	original_size = (size_t)st.st_size;
-	original = malloc(original_size);
+	original = page_buffer(original_size);
 	cr_assert_not_null(original);
 	cr_assert_eq(pread(fd, original, original_size, 0), (ssize_t)original_size);
 	close(fd);
@@ -128,7 +137,7 @@ Test(fuzz, truncations)
 Test(fuzz, byte_flips)
 {
 	struct probe_result r;
-	unsigned char *copy = malloc(original_size);
+	unsigned char *copy = page_buffer(original_size);
 	char what[64];
 
 	cr_assert_not_null(copy);
@@ -161,7 +170,7 @@ static struct ts_thread_slot *slot_in(unsigned char *data, uint32_t i)
 Test(fuzz, crafted_counts)
 {
 	struct probe_result r;
-	unsigned char *copy = malloc(original_size);
+	unsigned char *copy = page_buffer(original_size);
 	struct ts_file_header *h = (struct ts_file_header *)(void *)copy;
 	uint32_t backed = (uint32_t)((original_size - sizeof(*h)) / sizeof(struct ts_thread_slot));
 	struct ts_thread_slot *t;
@@ -238,7 +247,7 @@ Test(fuzz, crafted_counts)
 Test(fuzz, elf_string_table_without_nul)
 {
 	struct probe_result r;
-	unsigned char *copy = malloc(original_size);
+	unsigned char *copy = page_buffer(original_size);
 	struct ts_file_header *h = (struct ts_file_header *)(void *)copy;
 	static unsigned char elf[8192];
 	Elf64_Ehdr *eh = (Elf64_Ehdr *)(void *)elf;
