@@ -528,6 +528,30 @@ static int open_our_report(const char *path)
 }
 
 /*
+ * TICKET_STATS=FILE's path for this process ("%p": its pid, a forked
+ * child's at its exit), relative to the directory the process started in:
+ * it is created at exit, when the program may have changed directory.
+ */
+static char report_cwd[PATH_MAX];
+
+static void report_name(const struct ts_config *cfg)
+{
+	char name[PATH_MAX];
+
+	size_t dir_len = strlen(report_cwd), name_len;
+
+	expand_name(cfg->stats, name, sizeof(name));
+	name_len = strlen(name);
+	if (name[0] != '/' && dir_len != 0 && dir_len + 1 + name_len < sizeof(report_path)) {
+		memcpy(report_path, report_cwd, dir_len);
+		report_path[dir_len] = '/';
+		memcpy(report_path + dir_len + 1, name, name_len + 1);
+	} else {
+		memcpy(report_path, name, name_len + 1); /* (too long: as given) */
+	}
+}
+
+/*
  * TICKET_STATS=FILE: checked now, so that an unusable path is known at once
  * (another file is there, or its directory cannot take it), but created only
  * at a normal exit, when there is a report to write.  An image that never
@@ -545,7 +569,10 @@ static bool check_report_file(const struct ts_config *cfg)
 	report_to_file = cfg->stats[0] != '\0';
 	if (!report_to_file || report_nowhere)
 		return true;
-	expand_name(cfg->stats, report_path, sizeof(report_path));
+	if (cfg->stats[0] != '/' && report_cwd[0] == '\0' &&
+	    getcwd(report_cwd, sizeof(report_cwd)) == NULL)
+		report_cwd[0] = '\0';
+	report_name(cfg);
 	snprintf(dir, sizeof(dir), "%s", report_path);
 	slash = strrchr(dir, '/');
 	if (slash == dir)
@@ -1004,7 +1031,7 @@ __attribute__((destructor)) static void stats_at_exit(void)
 		ino_t ino;
 
 		/* claimed only now (check_report_file); "%p" is our pid, a forked child's too */
-		expand_name(cfg->stats, report_path, sizeof(report_path));
+		report_name(cfg);
 		fd = create_new(report_path, O_WRONLY | O_APPEND, &dev, &ino);
 		if (fd < 0 && errno == EEXIST) {
 			/*
