@@ -4,7 +4,9 @@
  *
  * Safe where stdio may not be: formats into a stack buffer and writes it with
  * a single write(2), so concurrent lines do not interleave, no stdio lock is
- * taken and nothing is allocated.  Lines are prefixed with "ticketspin: ".
+ * taken and nothing is allocated; the write is a raw system call, no
+ * cancellation point (reports are made by threads holding a ticket).  Lines
+ * are prefixed with "ticketspin: ".
  */
 #ifndef TICKETSPIN_LOG_H
 #define TICKETSPIN_LOG_H
@@ -19,7 +21,8 @@ void ts_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
  * "0x55d0c3a4b040 (prog+0x4040)", or "(libfoo.so+0x10, name+0x10)" when a
  * dynamic symbol covers @address; just the address for heap and stack.  The
  * offset is what addr2line -e takes.  Calls dladdr(), which takes the dynamic
- * loader's lock: not for a fast path.
+ * loader's lock: never for a thread holding a ticket (see maps.h, whose
+ * ts_maps_describe() the reports made in line use instead).
  */
 void ts_describe_address(char *buf, size_t size, const void *address);
 

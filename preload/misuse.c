@@ -4,10 +4,13 @@
  *
  * Everything here runs only after a fast path has found a misuse, so it may
  * be slow, but it must stay safe where a spinlock is used: no allocation, no
- * stdio, no locks of our own (the tables are updated with atomics).  dladdr()
- * takes the dynamic loader's (recursive) lock to name the caller; a program
- * that misuses a spinlock while another thread waits for that lock inside the
- * loader is not a case we try to serve.
+ * stdio, no locks of our own (the tables are updated with atomics).  The
+ * report of a suspect word is made by a thread holding a ticket: it names
+ * addresses from /proc/self/maps (maps.h), never with dladdr(), which takes
+ * the dynamic loader's lock, and makes no cancellation point.  The unlock and
+ * destroy reports hold no ticket and name the caller's function with dladdr();
+ * a program that misuses a spinlock while another thread waits for that lock
+ * inside the loader is not a case we try to serve.
  */
 #include "misuse.h"
 
@@ -18,11 +21,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <sys/sysinfo.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "log.h"
+#include "maps.h"
 
 static uint64_t detected[TS_MISUSE_KINDS];
 
@@ -107,25 +112,29 @@ void ts_misuse_destroy_held(const void *lock, uint32_t word, const void *caller)
 /*
  * Threads on the whole system (every process, every namespace): the 4th field
  * of /proc/loadavg, "running/total".  sysinfo(2) has it too, but in 16 bits.
- * Cached for a second; 0 when unknown.
+ * Cached for a second, unless @fresh; 0 when unknown.
+ *
+ * Read with raw system calls: open(), read() and close() are cancellation
+ * points in glibc, and this runs in pthread_spin_lock() with a ticket drawn,
+ * which a cancellation there would leave in line for ever (syscall() is not a
+ * cancellation point).
  */
 static uint64_t threads_cache; /* count << 32 | second the count was read (low 32 bits) */
 
-static uint32_t system_threads(void)
+static uint32_t system_threads(bool fresh)
 {
 	uint64_t cached = __atomic_load_n(&threads_cache, __ATOMIC_RELAXED);
 	uint32_t now = (uint32_t)ts_coarse_seconds();
 	uint32_t count = 0;
 	char buf[128];
-	ssize_t n;
-	int fd;
+	long n, fd;
 
-	if (cached != 0 && (uint32_t)cached == now)
+	if (!fresh && cached != 0 && (uint32_t)cached == now)
 		return (uint32_t)(cached >> 32);
-	fd = open("/proc/loadavg", O_RDONLY | O_CLOEXEC);
+	fd = syscall(SYS_openat, AT_FDCWD, "/proc/loadavg", O_RDONLY | O_CLOEXEC);
 	if (fd >= 0) {
-		n = read(fd, buf, sizeof(buf) - 1);
-		close(fd);
+		n = syscall(SYS_read, (int)fd, buf, sizeof(buf) - 1);
+		syscall(SYS_close, (int)fd);
 		if (n > 0) {
 			char *slash;
 
@@ -163,13 +172,22 @@ bool ts_misuse_suspect_word(const void *lock, uint32_t word, uint8_t ticket,
 	 */
 	if (ahead <= TS_MISUSE_AHEAD_CHEAP)
 		return false;
-	threads = system_threads();
+	threads = system_threads(false);
+	if (threads == 0 || ahead <= threads)
+		return false;
+	/*
+	 * The cached count may be up to a second old, and a burst of new threads
+	 * (each of which may have drawn a ticket since) outgrows it: judge only
+	 * on a count read now.
+	 */
+	threads = system_threads(true);
 	if (threads == 0 || ahead <= threads)
 		return false;
 	if (!should_report(lock, TS_MISUSE_SUSPECT_WORD, &skipped))
 		return true;
-	ts_describe_address(where, sizeof(where), lock);
-	ts_describe_address(from, sizeof(from), caller);
+	/* Not dladdr(): we hold a ticket (maps.h) */
+	ts_maps_describe(where, sizeof(where), lock);
+	ts_maps_describe(from, sizeof(from), caller);
 	ts_suppressed_note(note, sizeof(note), skipped);
 	ts_log("misuse: pthread_spin_lock(%s) called from %s: word 0x%08x is not a valid ticket "
 	       "lock: %u tickets ahead of ours (head %u, ours %u) but only %u threads on the "

@@ -5,6 +5,7 @@
 #include "stall.h"
 
 #include "log.h"
+#include "maps.h"
 #include "ticket_lock.h"
 
 static struct ts_rate_limit stall_rate = TS_RATE_LIMIT(TS_STALL_BURST);
@@ -28,8 +29,9 @@ void ts_stall_check(struct ts_stall_watch *watch, const struct ts_config *cfg,
 	watch->reported = true; /* once per wait, printed or suppressed */
 	if (!ts_rate_allows(&stall_rate, &skipped))
 		return;
-	ts_describe_address(where, sizeof(where), lock);
-	ts_describe_address(from, sizeof(from), caller);
+	/* Not dladdr(): we hold a ticket (maps.h) */
+	ts_maps_describe(where, sizeof(where), lock);
+	ts_maps_describe(from, sizeof(from), caller);
 	ts_suppressed_note(note, sizeof(note), skipped);
 	if (outside)
 		ts_log("stall: pthread_spin_lock(%s) called from %s has waited %llu ms, "

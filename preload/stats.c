@@ -47,11 +47,14 @@
  * $XDG_RUNTIME_DIR only when that is an absolute directory owned by us and
  * writable by no one else, else in /dev/shm.  Later opens (to grow the file,
  * and to read it for the report) use O_NOFOLLOW and check that the inode is
- * still the one created.  The TICKET_STATS=FILE report file is created the
- * same way at start-up (so that a path that cannot be used is known before
- * anything is recorded: one stderr line, and the program runs on without
- * statistics), and written at exit after the same inode check.  In an
- * AT_SECURE process options.c ignores TICKET_STATS altogether.
+ * still the one created.  The TICKET_STATS=FILE report file is checked at
+ * start-up (so that a path that cannot be used is known before anything is
+ * recorded: one stderr line, and the program runs on without statistics) and
+ * created the same way at a normal exit (not before: an image that execs
+ * must leave the name to the next); a file already there is appended to
+ * only when it is a regular file of ours holding our reports (another image
+ * of the same run wrote it), never otherwise.  In an AT_SECURE process
+ * options.c ignores TICKET_STATS altogether.
  */
 #include "stats.h"
 
@@ -63,16 +66,19 @@
 #include <link.h>
 #include <pthread.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "log.h"
+#include "maps.h"
 #include "options.h"
 #include "slowpath.h"
 #include "stats_file.h"
@@ -93,10 +99,9 @@ static uint64_t seg_gap;               /* TS_SEG_GAP_NS in clock units */
 
 /* TICKET_STATS=FILE: where the report goes at exit. */
 static char report_path[PATH_MAX];
-static dev_t report_dev;
-static ino_t report_ino;
 static bool report_to_file;    /* else stderr */
 static bool report_nowhere;    /* a forked child without %p in FILE: keep the shared file */
+static bool any_recorded;      /* a contended acquisition was folded (stats_at_exit) */
 
 /*
  * initial-exec: read inside the critical section, where a __tls_get_addr
@@ -114,6 +119,29 @@ static __thread bool mine_failed TLS_IE;
  */
 #define EPOCH_BITS 8
 static uint32_t init_epochs[1u << EPOCH_BITS];
+
+/*
+ * Hashes of the locks recorded contended (a bit each, set once, never
+ * cleared): read-mostly, so the check in ts_stats_record() costs a load of
+ * a line all CPUs share.  A collision only keeps an init record not needed.
+ */
+#define CONTENDED_BITS 14
+static uint64_t contended_hashes[(1u << CONTENDED_BITS) / 64];
+
+static bool seen_contended(uint32_t hash)
+{
+	uint32_t bit = hash >> (32 - CONTENDED_BITS);
+
+	return __atomic_load_n(&contended_hashes[bit / 64], __ATOMIC_RELAXED) >> (bit % 64) & 1;
+}
+
+static void note_contended(uint32_t hash)
+{
+	uint32_t bit = hash >> (32 - CONTENDED_BITS);
+
+	if (!seen_contended(hash))
+		__atomic_fetch_or(&contended_hashes[bit / 64], 1ull << (bit % 64), __ATOMIC_RELAXED);
+}
 
 static inline uint64_t stats_clock(void)
 {
@@ -177,51 +205,58 @@ static uint64_t process_start_time(void)
 	return p != NULL ? strtoull(p + 1, NULL, 10) : 0;
 }
 
-static int note_module(struct dl_phdr_info *info, size_t size, void *arg)
+static void note_module(const struct ts_mapping *map, void *arg)
 {
 	struct ts_file_header *h = arg;
-	uint64_t start = UINT64_MAX, end = 0;
-	const char *name = info->dlpi_name;
-	uint32_t type = ET_DYN;
+	ElfW(Ehdr) eh;
+	struct iovec local = { &eh, sizeof(eh) }, remote = { (void *)(uintptr_t)map->base, sizeof(eh) };
+	uint64_t base;
 
-	(void)size;
-	if (name == NULL || name[0] == '\0')
-		name = h->exe; /* the program itself */
-	if (name[0] != '/')
-		return 0; /* the vDSO */
-	for (uint32_t i = 0; i < h->nmodules; i++)
-		if (h->modules[i].base == info->dlpi_addr && strcmp(h->modules[i].path, name) == 0)
-			return 0; /* known */
-	for (int i = 0; i < info->dlpi_phnum; i++) {
-		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
-
-		if (ph->p_type != PT_LOAD)
-			continue;
-		if (info->dlpi_addr + ph->p_vaddr < start)
-			start = info->dlpi_addr + ph->p_vaddr;
-		if (info->dlpi_addr + ph->p_vaddr + ph->p_memsz > end)
-			end = info->dlpi_addr + ph->p_vaddr + ph->p_memsz;
-		if (ph->p_offset == 0) /* the ELF header is mapped here */
-			type = ((const ElfW(Ehdr) *)(info->dlpi_addr + ph->p_vaddr))->e_type;
+	/*
+	 * The ELF header at the object's base tells a loaded object from a data
+	 * file mapped whole; read without a fault should the mapping go meanwhile.
+	 */
+	if (syscall(SYS_process_vm_readv, (long)getpid(), &local, 1ul, &remote, 1ul, 0ul) !=
+	    (long)sizeof(eh)) {
+		if (errno != ENOSYS && errno != EPERM)
+			return; /* gone meanwhile */
+		/*
+		 * A seccomp filter refuses the call: note it as a shared object
+		 * unread (a data file mapped whole is noted too, harmlessly; a
+		 * non-PIE program's call sites get object offsets, not names).
+		 */
+		memset(&eh, 0, sizeof(eh));
+		memcpy(eh.e_ident, ELFMAG, SELFMAG);
+		eh.e_type = ET_DYN;
 	}
-	if (h->nmodules >= TS_MODULE_LIMIT || end == 0)
-		return 0;
+	if (memcmp(eh.e_ident, ELFMAG, SELFMAG) != 0)
+		return;
+	/* readers subtract the base to get the object's addresses (0 for ET_EXEC) */
+	base = eh.e_type == ET_EXEC ? 0 : map->base;
+	for (uint32_t i = 0; i < h->nmodules; i++)
+		if (h->modules[i].base == base && strcmp(h->modules[i].path, map->path) == 0)
+			return; /* known */
+	if (h->nmodules >= TS_MODULE_LIMIT)
+		return;
 	struct ts_module *m = &h->modules[h->nmodules];
-	m->base = info->dlpi_addr;
-	m->start = start;
-	m->end = end;
-	m->elf_type = type;
-	snprintf(m->path, sizeof(m->path), "%.*s", (int)sizeof(m->path) - 1, name);
+	m->base = base;
+	m->start = map->start;
+	m->end = map->end;
+	m->elf_type = eh.e_type;
+	snprintf(m->path, sizeof(m->path), "%s", map->path);
 	/* RELEASE: a reader that counts the module sees it whole. */
 	__atomic_store_n(&h->nmodules, h->nmodules + 1, __ATOMIC_RELEASE);
-	return 0;
 }
 
-/* Remembers the loaded objects (again, after a dlopen), to name call sites. */
+/*
+ * Remembers the loaded objects (again, after a dlopen), to name call sites.
+ * From /proc/self/maps (maps.h), not dl_iterate_phdr(): this runs in the lock
+ * path, where the dynamic loader's lock must not be taken.
+ */
 static void note_modules(void)
 {
 	pthread_mutex_lock(&grow_lock);
-	dl_iterate_phdr(note_module, header);
+	ts_maps_each(note_module, header);
 	pthread_mutex_unlock(&grow_lock);
 }
 
@@ -304,6 +339,45 @@ static const char *stats_directory(const struct ts_config *cfg)
 	return "/dev/shm";
 }
 
+/*
+ * The names a file is looked for under: ".PID", then ".PID.N" (the image
+ * before an exec, or a dead process whose pid was reused, took the name),
+ * then names no one can guess: another user may have created every
+ * predictable one (readers skip files that are not the process's own).
+ */
+#define NAME_TRIES 16
+#define RANDOM_NAME_TRIES 8
+
+/*
+ * @path, a name taken, may be the file of this process's image before an
+ * exec: ours, the same pid and start time, and still "running".  That image
+ * ran no exit code; say what became of it, or readers take it for a crash.
+ */
+static void mark_previous_image(const char *path, uint64_t start_time)
+{
+	struct stat st;
+	uint64_t magic = 0, started = 0;
+	uint32_t uid_state[2] = { 0, 0 };
+	int32_t pid = 0;
+	uint32_t execed = TS_EXECED;
+	int fd = open(path, O_RDWR | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+
+	if (fd < 0)
+		return;
+	if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == geteuid() &&
+	    (uint64_t)st.st_size >= sizeof(struct ts_file_header) &&
+	    pread(fd, &magic, sizeof(magic), offsetof(struct ts_file_header, magic)) == sizeof(magic) &&
+	    pread(fd, &pid, sizeof(pid), offsetof(struct ts_file_header, pid)) == sizeof(pid) &&
+	    pread(fd, uid_state, sizeof(uid_state), offsetof(struct ts_file_header, uid)) ==
+	            sizeof(uid_state) &&
+	    pread(fd, &started, sizeof(started), offsetof(struct ts_file_header, start_time)) ==
+	            sizeof(started) &&
+	    magic == TS_FILE_MAGIC && pid == (int32_t)getpid() && uid_state[0] == st.st_uid &&
+	    uid_state[1] == TS_RUNNING && started != 0 && started == start_time)
+		(void)!pwrite(fd, &execed, sizeof(execed), offsetof(struct ts_file_header, state));
+	close(fd);
+}
+
 static bool create_stats_file(const struct ts_config *cfg)
 {
 	const char *dir = stats_directory(cfg);
@@ -311,17 +385,27 @@ static bool create_stats_file(const struct ts_config *cfg)
 	struct ts_file_header *h;
 	char cmdline[sizeof(h->command)];
 	size_t len;
+	uint64_t start_time;
 
-	for (int n = 0; n < 1000; n++) {
+	start_time = process_start_time();
+	for (int n = 0; n < NAME_TRIES + RANDOM_NAME_TRIES; n++) {
+		uint64_t r = 0;
+
 		if (n == 0)
 			snprintf(file_path, sizeof(file_path), "%s/%s%d", dir, TS_FILE_PREFIX,
 			         (int)getpid());
-		else
+		else if (n < NAME_TRIES)
 			snprintf(file_path, sizeof(file_path), "%s/%s%d.%d", dir, TS_FILE_PREFIX,
 			         (int)getpid(), n);
+		else if (syscall(SYS_getrandom, &r, sizeof(r), 0) == (long)sizeof(r))
+			snprintf(file_path, sizeof(file_path), "%s/%s%d.r%016llx", dir, TS_FILE_PREFIX,
+			         (int)getpid(), (unsigned long long)r);
+		else
+			break;
 		fd = create_new(file_path, O_RDWR, &file_dev, &file_ino);
 		if (fd >= 0 || errno != EEXIST)
 			break;
+		mark_previous_image(file_path, start_time);
 	}
 	if (fd < 0) {
 		ts_log("TICKET_STATS: cannot create %s: %s; running without statistics", file_path,
@@ -348,7 +432,7 @@ static bool create_stats_file(const struct ts_config *cfg)
 	h->ppid = (int32_t)getppid();
 	h->uid = (uint32_t)geteuid();
 	h->state = TS_RUNNING;
-	h->start_time = process_start_time();
+	h->start_time = start_time;
 	{
 		struct timespec ts;
 		clock_gettime(CLOCK_REALTIME, &ts);
@@ -386,24 +470,107 @@ static bool create_stats_file(const struct ts_config *cfg)
 	return true;
 }
 
-/* TICKET_STATS=FILE: create it now, so that an unusable path is known at once. */
-static bool create_report_file(const struct ts_config *cfg)
+/*
+ * TICKET_STATS=FILE that another image of the run (a wrapper's helper, the
+ * parent of a program run by a shell) has written already: open for
+ * appending only if it is a regular file of ours that holds our reports (it
+ * begins with one), never any other file.  -1 with errno EEXIST otherwise.
+ * (An earlier run's report is appended to as well: nothing tells the two
+ * apart that a script's pauses would not defeat, and appending loses
+ * nothing.)
+ */
+#define REPORT_START "stats: pid "
+
+static int open_our_report(const char *path)
 {
-	int fd;
+	char start[sizeof(REPORT_START) - 1];
+	struct stat st;
+	int fd = open(path, O_RDWR | O_APPEND | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+
+	if (fd < 0) {
+		errno = EEXIST;
+		return -1;
+	}
+	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != geteuid() ||
+	    pread(fd, start, sizeof(start), 0) != (ssize_t)sizeof(start) ||
+	    memcmp(start, REPORT_START, sizeof(start)) != 0) {
+		close(fd);
+		errno = EEXIST;
+		return -1;
+	}
+	return fd;
+}
+
+/*
+ * TICKET_STATS=FILE's path for this process ("%p": its pid, a forked
+ * child's at its exit), relative to the directory the process started in:
+ * it is created at exit, when the program may have changed directory.
+ */
+static char report_cwd[PATH_MAX];
+
+static void report_name(const struct ts_config *cfg)
+{
+	char name[PATH_MAX];
+
+	size_t dir_len = strlen(report_cwd), name_len;
+
+	expand_name(cfg->stats, name, sizeof(name));
+	name_len = strlen(name);
+	if (name[0] != '/' && dir_len != 0 && dir_len + 1 + name_len < sizeof(report_path)) {
+		memcpy(report_path, report_cwd, dir_len);
+		report_path[dir_len] = '/';
+		memcpy(report_path + dir_len + 1, name, name_len + 1);
+	} else {
+		memcpy(report_path, name, name_len + 1); /* (too long: as given) */
+	}
+}
+
+/*
+ * TICKET_STATS=FILE: checked now, so that an unusable path is known at once
+ * (another file is there, or its directory cannot take it), but created only
+ * at a normal exit, when there is a report to write.  An image that never
+ * gets there (a shell that execs the real program, a wrapper script's
+ * interpreter) must not claim the name its successor will write to; and
+ * images that do (a helper the wrapper runs, a shell that runs the program
+ * as its child) leave it to the ones with something to report.
+ */
+static bool check_report_file(const struct ts_config *cfg)
+{
+	char dir[PATH_MAX];
+	struct stat st;
+	char *slash;
 
 	report_to_file = cfg->stats[0] != '\0';
 	if (!report_to_file || report_nowhere)
 		return true;
-	expand_name(cfg->stats, report_path, sizeof(report_path));
-	fd = create_new(report_path, O_WRONLY, &report_dev, &report_ino);
-	if (fd < 0) {
-		ts_log("TICKET_STATS=%s: cannot create %s: %s (an existing file is never "
-		       "overwritten); running without statistics",
-		       cfg->stats, report_path, strerror(errno));
-		return false;
+	if (cfg->stats[0] != '/' && report_cwd[0] == '\0' &&
+	    getcwd(report_cwd, sizeof(report_cwd)) == NULL)
+		report_cwd[0] = '\0';
+	report_name(cfg);
+	snprintf(dir, sizeof(dir), "%s", report_path);
+	slash = strrchr(dir, '/');
+	if (slash == dir)
+		dir[1] = '\0';
+	else if (slash != NULL)
+		*slash = '\0';
+	else
+		snprintf(dir, sizeof(dir), ".");
+	if (lstat(report_path, &st) == 0) {
+		int fd = open_our_report(report_path);
+
+		if (fd >= 0) {
+			close(fd);
+			return true; /* another image of the run reported there: we append */
+		}
+		errno = EEXIST;
+	} else if (errno == ENOENT && faccessat(AT_FDCWD, dir, W_OK | X_OK, AT_EACCESS) == 0 &&
+	           stat(dir, &st) == 0 && S_ISDIR(st.st_mode)) {
+		return true;
 	}
-	close(fd);
-	return true;
+	ts_log("TICKET_STATS=%s: cannot create %s: %s (an existing file is never "
+	       "overwritten); running without statistics",
+	       cfg->stats, report_path, strerror(errno));
+	return false;
 }
 
 bool ts_stats_start(void)
@@ -421,13 +588,8 @@ bool ts_stats_start(void)
 	state = FILE_NONE;
 	if (__atomic_compare_exchange_n(&file_state, &state, FILE_CREATING, false, __ATOMIC_ACQUIRE,
 	                                __ATOMIC_ACQUIRE)) {
-		bool ok = create_report_file(cfg);
+		bool ok = check_report_file(cfg) && create_stats_file(cfg);
 
-		if (ok && !create_stats_file(cfg)) {
-			ok = false;
-			if (report_to_file && !report_nowhere)
-				unlink(report_path);
-		}
 		__atomic_store_n(&file_state, ok ? FILE_READY : FILE_FAILED, __ATOMIC_RELEASE);
 		return ok;
 	}
@@ -439,6 +601,61 @@ bool ts_stats_start(void)
 
 /* ---- the calling thread's slot --------------------------------------------------- */
 
+static void fold(struct ts_thread_slot *t);
+
+/*
+ * Slots of threads that have exited, mapped and ready for the next thread
+ * that records (under grow_lock).  A slot keeps what its threads recorded:
+ * the report adds the records of every thread that had it, as it adds those
+ * of different slots, so a thread's exit loses nothing; and the file and the
+ * mappings stay bounded by the threads alive at once, not by the threads
+ * ever created (a server that makes a thread per request would otherwise
+ * run out of mappings, vm.max_map_count, after some 65,000).
+ */
+static struct ts_thread_slot *free_slots[TS_MAX_THREADS];
+static uint32_t nfree_slots;
+static pthread_key_t slot_key;
+static bool slot_key_made;
+
+/*
+ * The exiting thread's slot goes back (pthread key destructor, in that
+ * thread): its pending record folded, and no more records from it, which
+ * would go to a slot another thread may have by then.
+ */
+static void give_back_slot(void *arg)
+{
+	struct ts_thread_slot *t = arg;
+
+	if (t == NULL || t != mine)
+		return; /* a slot of the parent, in a forked child: not ours to give */
+	if (t->folded != t->pending.seq)
+		fold(t);
+	mine = NULL;
+	mine_failed = true;
+	pthread_mutex_lock(&grow_lock);
+	if (nfree_slots < TS_MAX_THREADS)
+		free_slots[nfree_slots++] = t;
+	pthread_mutex_unlock(&grow_lock);
+}
+
+static struct ts_thread_slot *reuse_slot(void)
+{
+	struct ts_thread_slot *slot = NULL;
+
+	pthread_mutex_lock(&grow_lock);
+	if (nfree_slots > 0)
+		slot = free_slots[--nfree_slots];
+	pthread_mutex_unlock(&grow_lock);
+	return slot;
+}
+
+/* Gives the slot back when the thread exits; false when it cannot be arranged. */
+static void keep_until_exit(struct ts_thread_slot *slot)
+{
+	if (slot_key_made)
+		(void)pthread_setspecific(slot_key, slot);
+}
+
 static struct ts_thread_slot *claim_slot(void)
 {
 	struct ts_thread_slot *slot = MAP_FAILED;
@@ -447,6 +664,12 @@ static struct ts_thread_slot *claim_slot(void)
 
 	if (!ts_stats_start())
 		return NULL;
+	if ((slot = reuse_slot()) != NULL) {
+		slot->tid = (uint32_t)syscall(SYS_gettid);
+		keep_until_exit(slot);
+		return slot;
+	}
+	slot = MAP_FAILED;
 	i = __atomic_fetch_add(&header->threads, 1, __ATOMIC_RELAXED);
 	if (i >= TS_MAX_THREADS)
 		goto fail;
@@ -469,6 +692,7 @@ static struct ts_thread_slot *claim_slot(void)
 		goto fail;
 	slot->tid = (uint32_t)syscall(SYS_gettid);
 	__atomic_store_n(&slot->claimed, 1, __ATOMIC_RELEASE);
+	keep_until_exit(slot);
 	return slot;
 fail:
 	__atomic_fetch_add(&header->unrecorded_threads, 1, __ATOMIC_RELAXED);
@@ -478,14 +702,24 @@ fail:
 static struct ts_thread_slot *my_slot(void)
 {
 	struct ts_thread_slot *t = mine;
+	int cancel_state;
 
 	if (__builtin_expect(t != NULL, 1))
 		return t;
 	if (mine_failed)
 		return NULL;
+	/*
+	 * Claiming a slot (and making the file, in a forked child) opens and
+	 * reads files: cancellation points, and the caller may hold a ticket,
+	 * which a cancellation would leave in line for ever.  No cancellation,
+	 * then, until done; a pending one acts at the thread's next
+	 * cancellation point, as with glibc's lock.
+	 */
+	pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cancel_state);
 	t = claim_slot();
 	mine_failed = t == NULL;
 	mine = t;
+	pthread_setcancelstate(cancel_state, NULL);
 	return t;
 }
 
@@ -495,6 +729,8 @@ static void fold(struct ts_thread_slot *t)
 	uint32_t sites = t->nsites;
 
 	ts_slot_fold(t, seg_gap);
+	if (!__atomic_load_n(&any_recorded, __ATOMIC_RELAXED))
+		__atomic_store_n(&any_recorded, true, __ATOMIC_RELAXED);
 	if (t->nsites != sites && !module_known(t->sites[t->last_site].caller))
 		note_modules(); /* a dlopen()ed object */
 }
@@ -579,14 +815,22 @@ void ts_stats_record(const void *lock, uint16_t ticket, const void *caller,
 	p->ticket = ticket;
 	p->ahead = wait->ahead;
 	__atomic_store_n(&p->seq, seq + 1, __ATOMIC_RELEASE);
+	note_contended(hash); /* before the unlock: an init after it must be kept */
 }
 
 void ts_stats_init(const void *lock)
 {
 	struct ts_thread_slot *t;
+	uint32_t hash = ts_lock_hash(lock);
 
-	__atomic_fetch_add(&init_epochs[ts_lock_hash(lock) >> (32 - EPOCH_BITS)], 1,
-	                   __ATOMIC_RELAXED);
+	__atomic_fetch_add(&init_epochs[hash >> (32 - EPOCH_BITS)], 1, __ATOMIC_RELAXED);
+	/*
+	 * An init matters to the totals only when it falls inside a run of
+	 * observations of the lock: never for a lock not yet contended (most:
+	 * a server initialises thousands of locks it never contends).
+	 */
+	if (!seen_contended(hash))
+		return;
 	if ((t = my_slot()) == NULL)
 		return;
 	if (t->ninits >= TS_INIT_LIMIT) {
@@ -665,41 +909,65 @@ const char *ts_stats_file(void)
 
 /* ---- at exit, and across fork -------------------------------------------- */
 
+/* Whether this image has recorded a contended acquisition. */
+static bool recorded_anything(void)
+{
+	return __atomic_load_n(&any_recorded, __ATOMIC_RELAXED) ||
+	       (mine != NULL && mine->pending.seq != 0);
+}
+
 __attribute__((destructor)) static void stats_at_exit(void)
 {
 	const struct ts_config *cfg = ts_config();
 	int fd = STDERR_FILENO;
-	bool ready;
+	bool skip = false;
 
 	if (cfg->stats == NULL || report_nowhere)
 		return;
-	ready = __atomic_load_n(&file_state, __ATOMIC_ACQUIRE) == FILE_READY;
-	if (!ready && __atomic_load_n(&file_state, __ATOMIC_ACQUIRE) == FILE_FAILED)
-		return; /* said so at start-up */
-	if (ready) {
-		header->exit_ns = monotonic_ns();
-		header->exit_clock = stats_clock();
-	}
+	/*
+	 * FILE_FAILED: said so at start-up.  FILE_NONE: a forked child that
+	 * recorded nothing (its file is made at its first record): nothing to
+	 * report and no file to leave behind.
+	 */
+	if (__atomic_load_n(&file_state, __ATOMIC_ACQUIRE) != FILE_READY)
+		return;
+	header->exit_ns = monotonic_ns();
+	header->exit_clock = stats_clock();
 	if (report_to_file) {
-		fd = reopen_ours(report_path, O_WRONLY | O_APPEND, report_dev, report_ino);
-		if (fd < 0) {
-			ts_log("TICKET_STATS=%s: cannot write %s: %s; reporting on stderr", cfg->stats,
-			       report_path, strerror(errno));
+		dev_t dev;
+		ino_t ino;
+
+		/* claimed only now (check_report_file); "%p" is our pid, a forked child's too */
+		report_name(cfg);
+		fd = create_new(report_path, O_WRONLY | O_APPEND, &dev, &ino);
+		if (fd < 0 && errno == EEXIST) {
+			/*
+			 * Another image of the run wrote FILE first: with nothing
+			 * to add, say nothing; else append to its report.
+			 */
+			if (!recorded_anything())
+				skip = true;
+			else
+				fd = open_our_report(report_path);
+		}
+		if (fd < 0 && !skip) {
+			ts_log("TICKET_STATS=%s: cannot create %s: %s (an existing file is never "
+			       "overwritten); reporting on stderr",
+			       cfg->stats, report_path, strerror(errno));
 			fd = STDERR_FILENO;
 		}
 	}
-	ts_stats_report(fd, fd == STDERR_FILENO ? "ticketspin: " : "", cfg->stats_top);
-	if (fd != STDERR_FILENO)
+	if (!skip)
+		ts_stats_report(fd, fd == STDERR_FILENO ? "ticketspin: " : "", cfg->stats_top);
+	if (!skip && fd != STDERR_FILENO)
 		close(fd);
-	if (ready) {
-		__atomic_store_n(&header->state, TS_EXITED, __ATOMIC_RELEASE);
-		if (!cfg->stats_keep) {
-			struct stat st;
+	__atomic_store_n(&header->state, TS_EXITED, __ATOMIC_RELEASE);
+	if (!cfg->stats_keep) {
+		struct stat st;
 
-			/* only our own file: the name could have been replaced meanwhile */
-			if (lstat(file_path, &st) == 0 && st.st_dev == file_dev && st.st_ino == file_ino)
-				unlink(file_path);
-		}
+		/* only our own file: the name could have been replaced meanwhile */
+		if (lstat(file_path, &st) == 0 && st.st_dev == file_dev && st.st_ino == file_ino)
+			unlink(file_path);
 	}
 }
 
@@ -721,6 +989,8 @@ static void forget_parent(void)
 	pthread_mutex_init(&grow_lock, NULL);
 	mine = NULL;
 	mine_failed = false;
+	any_recorded = false;
+	nfree_slots = 0; /* the parent's slots: not to be written (they stay mapped, unused) */
 	/* Without "%p" the child's report would overwrite the parent's: it keeps its file. */
 	if (report_to_file && strstr(ts_config()->stats, "%p") == NULL)
 		report_nowhere = true;
@@ -733,4 +1003,5 @@ static void forget_parent(void)
 __attribute__((constructor)) static void stats_init(void)
 {
 	pthread_atfork(NULL, NULL, forget_parent);
+	slot_key_made = pthread_key_create(&slot_key, give_back_slot) == 0;
 }

@@ -7,8 +7,12 @@
  * it starts waiting and one once it holds the lock; pthread_spin_unlock()
  * completes the record after the release.  Records are per thread
  * (no shared atomics): a slot of the file claimed on the thread's first
- * record and never given back, so threads that exit before the program are
- * still counted.  The file outlives the process when it ends by _exit(),
+ * record (or pthread_spin_init()), and handed on to a later thread when the
+ * thread exits (a pthread key destructor): its records stay in the slot, so
+ * threads that exit before the program are still counted, and the file stays
+ * bounded by the threads alive at once.  pthread_spin_init() of a lock never
+ * recorded contended keeps no record (it cannot fall inside a run of
+ * observations), so a program may initialise any number of such locks.  The file outlives the process when it ends by _exit(),
  * exec or a signal; a normal exit writes the report (stderr, or the
  * TICKET_STATS file) and removes the file unless TICKET_STATS_KEEP=1.
  */

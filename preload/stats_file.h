@@ -5,15 +5,19 @@
  *
  * One file per process image, created when the process starts with
  * TICKET_STATS on: "ticketspin-stats.PID" (".PID.N" when that name is taken,
- * e.g. by the image before an exec, or a dead process whose pid was reused),
+ * e.g. by the image before an exec, or a dead process whose pid was reused;
+ * ".PID.rHEX", random, when all of those are: another user may squat on
+ * them, so readers check a file is the process's own before believing it),
  * in $XDG_RUNTIME_DIR when set and ours, else in /dev/shm.  It is a tmpfs
  * file, mapped MAP_SHARED: whatever the process recorded is in it the moment
  * it is recorded, so it survives _exit, exec, and every signal, SIGKILL
  * included.
  *
  *   [struct ts_file_header]      one page-aligned block
- *   [struct ts_thread_slot] x N  one per thread that recorded, claimed once
- *                                (N grows with the file; pages never
+ *   [struct ts_thread_slot] x N  one per thread recording at once: claimed
+ *                                at a thread's first record, handed on to a
+ *                                later thread at its exit, with what it
+ *                                holds (N grows with the file; pages never
  *                                touched stay holes)
  *
  * Each slot is written by its own thread only, with plain stores: no shared
@@ -87,6 +91,7 @@ enum ts_clock_kind { TS_CLOCK_TSC = 1, TS_CLOCK_NS = 2 };
 enum ts_image_state {
 	TS_RUNNING = 1, /* or ended without a normal exit: readers tell which */
 	TS_EXITED = 2,  /* exit() or return from main; the report was written */
+	TS_EXECED = 3,  /* the process exec'd: set by the next image's library */
 };
 
 /*
@@ -189,7 +194,8 @@ struct ts_file_header {
 	uint32_t stats_top;
 	uint64_t tsc0, ns0;        /* a (clock, CLOCK_MONOTONIC ns) pair taken at creation */
 	uint64_t exit_clock, exit_ns; /* the same at a normal exit, 0 before */
-	uint32_t threads;          /* slots claimed (may exceed those backed by the file) */
+	uint32_t threads;          /* slots claimed (may exceed those backed by the file);
+	                            * each may have served several threads in turn */
 	uint32_t unrecorded_threads; /* threads that could not have a slot */
 	uint32_t delay_tuned;      /* TICKET_DELAY=auto: the delay column means something */
 	uint32_t nmodules;

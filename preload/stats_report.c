@@ -325,6 +325,8 @@ static uint64_t total_of(const struct ts_segment *r, size_t n, const struct ts_i
 		;
 	while (points[np - 1].kind == INIT)
 		np--;
+	for (size_t i = 0; i < n; i++)
+		first_at[i] = UINT32_MAX; /* (a damaged segment may end before it starts) */
 	for (size_t p = start; p < np; p++)
 		if (points[p].kind == FIRST)
 			first_at[points[p].rec] = (uint32_t)p;
@@ -336,7 +338,8 @@ static uint64_t total_of(const struct ts_segment *r, size_t n, const struct ts_i
 			continue;
 		}
 		best[p] = best[p - 1] + ts_tickets_between(points[p - 1].ticket, points[p].ticket);
-		if (points[p].kind == LAST && first_at[points[p].rec] + 1 > last_init) {
+		if (points[p].kind == LAST && first_at[points[p].rec] < p &&
+		    first_at[points[p].rec] + 1 > last_init) {
 			const struct ts_segment *own = &r[points[p].rec];
 			uint64_t via_span = best[first_at[points[p].rec]] + own->span;
 
@@ -453,11 +456,18 @@ int ts_report_read(int fd, struct ts_file_header *h, struct ts_report *report)
 		h->nmodules = TS_MODULE_LIMIT;
 	for (uint32_t i = 0; i < h->nmodules; i++)
 		h->modules[i].path[sizeof(h->modules[i].path) - 1] = '\0';
-	seg_gap = (uint64_t)(TS_SEG_GAP_NS * ts_ticks_per_ns(h));
+	{
+		double gap = TS_SEG_GAP_NS * ts_ticks_per_ns(h);
+
+		/* (a damaged clock pair must not make the conversion undefined) */
+		seg_gap = gap >= 1 && gap < 1e15 ? (uint64_t)gap : TS_SEG_GAP_NS;
+	}
 	backed = (uint64_t)st.st_size <= sizeof(*h)
 	                 ? 0
 	                 : (uint32_t)(((uint64_t)st.st_size - sizeof(*h)) / sizeof(*slot));
 	nslots = h->threads < backed ? h->threads : backed;
+	if (nslots > TS_MAX_THREADS)
+		nslots = TS_MAX_THREADS; /* (a damaged count, a huge sparse file) */
 	report->unrecorded_threads = h->unrecorded_threads;
 	if (h->threads > backed)
 		report->unrecorded_threads += h->threads - backed; /* claiming, or failed to grow */
@@ -471,7 +481,8 @@ int ts_report_read(int fd, struct ts_file_header *h, struct ts_report *report)
 		uint32_t nsegs, ninits;
 
 		/* the fixed part, then only the used part of the logs: the rest are holes */
-		if (!read_at(fd, slot, head, at) || slot->claimed != 1)
+		if (!read_at(fd, &slot->claimed, sizeof(slot->claimed), at) || slot->claimed != 1 ||
+		    !read_at(fd, slot, head, at) || slot->claimed != 1)
 			continue;
 		nsegs = slot->nsegs < TS_SEG_LIMIT ? slot->nsegs : TS_SEG_LIMIT;
 		ninits = slot->ninits < TS_INIT_LIMIT ? slot->ninits : TS_INIT_LIMIT;
@@ -794,10 +805,12 @@ long ts_report_write(int out, const struct ts_file_header *h, const struct ts_re
 			char name[512];
 
 			o->describe(m->site[s], name, sizeof(name), o->describe_arg);
+			/* (a damaged file's counts may sum to 0: no division by it) */
 			used += (size_t)snprintf(sites + used, sizeof(sites) - used, "%s%s %llu%%",
 			                         s > 0 ? ", " : "", name,
-			                         (unsigned long long)(m->site_count[s] * 100 /
-			                                              m->contended));
+			                         m->contended != 0 ? (unsigned long long)(m->site_count[s] *
+			                                                                  100 / m->contended)
+			                                           : 0ull);
 			if (used >= sizeof(sites))
 				break;
 		}

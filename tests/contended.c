@@ -9,7 +9,9 @@
  *       _exit(0) instead of returning from main.  "wait" prints "ready"
  *       after the work and then waits to be killed.  "fork_exit" does the
  *       work in a forked child, which leaves through _exit(0); the parent
- *       prints "child PID" and returns from main.
+ *       prints "child PID" and returns from main.  "fork_normal": the same,
+ *       but the child returns from main.  "fork_quiet": a forked child
+ *       exits at once (exit(0), no lock used), then the parent does the work.
  *   contended none N
  *       one thread, N uncontended acquisitions.
  *
@@ -92,6 +94,31 @@ int main(int argc, char **argv)
 		nlocks = 1;
 		rounds = atol(argv[2]);
 		contend_worker(NULL);
+	} else if (argc == 5 && strcmp(argv[4], "fork_quiet") == 0) {
+		pid_t child = fork();
+		int status;
+
+		if (child == 0)
+			exit(0); /* a normal exit, nothing recorded */
+		if (child < 0 || waitpid(child, &status, 0) != child || !WIFEXITED(status) ||
+		    WEXITSTATUS(status) != 0)
+			return 1;
+		printf("child %d\n", (int)child);
+		argv[4] = (char *)"exit";
+		return main(argc, argv);
+	} else if (argc == 5 && strcmp(argv[4], "fork_normal") == 0) {
+		pid_t child = fork();
+		int status;
+
+		if (child == 0) {
+			argv[4] = (char *)"exit";
+			return main(argc, argv);
+		}
+		if (child < 0 || waitpid(child, &status, 0) != child || !WIFEXITED(status) ||
+		    WEXITSTATUS(status) != 0)
+			return 1;
+		printf("child %d\n", (int)child);
+		return 0;
 	} else if (argc == 5 && strcmp(argv[4], "fork_exit") == 0) {
 		pid_t child = fork();
 		int status;

@@ -339,6 +339,20 @@ Test(stats_merge, nothing_recorded)
 	cr_assert(strstr(text, "0x") == NULL, "no rows:\n%s", text);
 }
 
+/* issue 19: a server initialises thousands of locks, most never contended */
+Test(stats_merge, many_inits_of_uncontended_locks_lose_nothing)
+{
+	static char locks[20000];
+	long n;
+	char *text;
+
+	for (int i = 0; i < 5000; i++)
+		ts_stats_init(&locks[i * 4]);
+	text = report(20, &n);
+	cr_assert_null(strstr(text, "not recorded"), "inits of locks never contended were "
+	               "counted against the table:\n%s", text);
+}
+
 /* ---- a contended program under the preload -------------------------------- */
 
 static void run_contended(struct probe_result *r, const char *const *env,
@@ -479,4 +493,39 @@ Test(stats_program, _exit_keeps_the_file)
 	cr_assert_eq(system(cmd), 0, "the statistics file must stay after _exit");
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
 	system(cmd);
+}
+
+/* ---- issue 18: names squatted by another user ------------------------------------- */
+
+Test(stats_squat, every_predictable_name_taken_still_gives_statistics)
+{
+	char squat_dir[] = "/tmp/ticketspin-squatXXXXXX", path[256], cmd[300];
+	const char *file;
+	bool started;
+
+	cr_assert(mkdtemp(squat_dir) != NULL);
+	/* ".PID", ".PID.1" ... ".PID.999": what the library used to try, all taken */
+	for (int n = 0; n < 1000; n++) {
+		int fd;
+
+		if (n == 0)
+			snprintf(path, sizeof(path), "%s/ticketspin-stats.%d", squat_dir, (int)getpid());
+		else
+			snprintf(path, sizeof(path), "%s/ticketspin-stats.%d.%d", squat_dir,
+			         (int)getpid(), n);
+		fd = open(path, O_WRONLY | O_CREAT | O_EXCL, 0644);
+		cr_assert(fd >= 0, "%s", path);
+		close(fd);
+		if (geteuid() == 0)
+			cr_assert_eq(chown(path, 65534, 65534), 0); /* nobody's */
+	}
+	setenv("TICKET_STATS", "1", 1);
+	setenv("XDG_RUNTIME_DIR", squat_dir, 1);
+	started = ts_stats_start();
+	file = started ? ts_stats_file() : "(none)";
+	snprintf(path, sizeof(path), "%s", file);
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", squat_dir);
+	cr_assert_eq(system(cmd), 0);
+	cr_assert(started, "squatted names disabled the statistics");
+	cr_assert(strncmp(path, squat_dir, strlen(squat_dir)) == 0, "%s", path);
 }

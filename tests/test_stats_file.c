@@ -421,3 +421,170 @@ Test(stats_file, set_user_id_program_ignores_ticket_variables)
 	cr_assert_neq(access(target, F_OK), 0, "a statistics file was made: %s", target);
 	cr_assert_eq(system(cmd), 0);
 }
+
+/* ---- issue 18: fork, exec chains, files squatted by another user ----------------- */
+
+Test(stats_file, forked_child_that_recorded_nothing_reports_nothing)
+{
+	struct probe_result r;
+
+	probe_run(&r, (const char *const[]){ xdg, "TICKET_STATS=1", NULL },
+	          (const char *const[]){ CONTENDED, "4", "2000", "1", "fork_quiet", NULL }, 60);
+	assert_probe_provider(&r);
+	cr_assert_eq(r.status, 0, "%s%s", r.out, r.err);
+	/* the parent's report only (it contended), and no file left by the child */
+	cr_assert_eq(count_occurrences(r.err, "ticketspin: stats: pid "), 1, "%s", r.err);
+	cr_assert_null(strstr(r.err, ": 0 locks contended"), "the child reported:\n%s", r.err);
+	cr_assert_eq(files_in_dir(), 0, "a file was left behind");
+}
+
+/* The text of @path, which must exist; "" when @must is false and it does not. */
+static void text_of(const char *path, char *buf, size_t size, bool must)
+{
+	int fd = open(path, O_RDONLY);
+
+	buf[0] = '\0';
+	cr_assert(fd >= 0 || !must, "%s: %s", path, strerror(errno));
+	if (fd >= 0) {
+		read_all(fd, buf, size);
+		close(fd);
+	}
+}
+
+Test(stats_file, per_process_report_files_of_forked_children)
+{
+	struct probe_result r;
+	char env[512], path[512], text[16384], child[16];
+	const char *line;
+
+	/* a child that recorded nothing: no report, no file; the parent's has one report */
+	snprintf(env, sizeof(env), "TICKET_STATS=%s/rep-%%p", dir);
+	probe_run(&r, (const char *const[]){ xdg, env, NULL },
+	          (const char *const[]){ CONTENDED, "4", "2000", "1", "fork_quiet", NULL }, 60);
+	cr_assert_eq(r.status, 0, "%s%s", r.out, r.err);
+	cr_assert_not_null(line = strstr(r.out, "child "), "%s", r.out);
+	cr_assert_eq(sscanf(line, "child %15[0-9]", child), 1);
+	snprintf(path, sizeof(path), "%s/rep-%s", dir, child);
+	cr_assert_neq(access(path, F_OK), 0, "%s was created for a child with nothing to report",
+	              path);
+	snprintf(path, sizeof(path), "ls %s/rep-* | wc -l", dir);
+	{
+		FILE *ls = popen(path, "r");
+		int n = 0;
+
+		cr_assert(ls != NULL && fscanf(ls, "%d", &n) == 1);
+		pclose(ls);
+		cr_assert_eq(n, 1, "one report file expected (the parent's)");
+	}
+	snprintf(path, sizeof(path), "sh -c 'cat %s/rep-*'", dir);
+	{
+		FILE *cat = popen(path, "r");
+		size_t n;
+
+		cr_assert_not_null(cat);
+		n = fread(text, 1, sizeof(text) - 1, cat);
+		text[n] = '\0';
+		pclose(cat);
+	}
+	cr_assert_eq(count_occurrences(text, "stats: pid "), 1, "%s", text);
+	cr_assert_null(strstr(text, ": 0 locks contended"), "the child's report went there:\n%s",
+	               text);
+
+	/* a child that recorded, then exited normally: its report in its own file */
+	snprintf(env, sizeof(env), "TICKET_STATS=%s/work-%%p", dir);
+	probe_run(&r, (const char *const[]){ xdg, env, NULL },
+	          (const char *const[]){ CONTENDED, "4", "2000", "1", "fork_normal", NULL }, 60);
+	cr_assert_eq(r.status, 0, "%s%s", r.out, r.err);
+	cr_assert_not_null(line = strstr(r.out, "child "), "%s", r.out);
+	cr_assert_eq(sscanf(line, "child %15[0-9]", child), 1);
+	snprintf(path, sizeof(path), "%s/work-%s", dir, child);
+	text_of(path, text, sizeof(text), true);
+	snprintf(env, sizeof(env), "stats: pid %s: 1 lock contended", child);
+	cr_assert_not_null(strstr(text, env), "%s:\n%s", path, text);
+	cr_assert_eq(count_occurrences(text, "stats: pid "), 1, "%s", text);
+}
+
+/* A wrapper script: `ticketspin --stats=FILE -- sh SCRIPT` */
+static void run_script(struct probe_result *r, const char *script_text, const char *report)
+{
+	char script[256], stats[512];
+	int fd;
+
+	snprintf(script, sizeof(script), "%s/run.sh", dir);
+	fd = open(script, O_WRONLY | O_CREAT | O_TRUNC, 0755);
+	cr_assert(fd >= 0);
+	cr_assert_eq(write(fd, script_text, strlen(script_text)), (ssize_t)strlen(script_text));
+	close(fd);
+	snprintf(stats, sizeof(stats), "--stats=%s", report);
+	probe_run(r, (const char *const[]){ xdg, NULL },
+	          (const char *const[]){ WRAPPER, stats, "--", "/bin/sh", script, NULL }, 60);
+	cr_assert_eq(r->status, 0, "%s%s", r->out, r->err);
+}
+
+Test(stats_file, wrapper_script_that_execs_the_program)
+{
+	struct probe_result r, rep;
+	char script[1024], report[256], text[16384], name[256], pid[16];
+	FILE *ls;
+
+	snprintf(report, sizeof(report), "%s/report", dir);
+	snprintf(script, sizeof(script), "#!/bin/sh\nexec %s 4 2000 1\n", CONTENDED);
+	run_script(&r, script, report);
+	cr_assert_null(strstr(r.err, "cannot create"), "%s", r.err);
+	text_of(report, text, sizeof(text), true);
+	cr_assert_not_null(strstr(text, ": 1 lock contended"), "no statistics in %s:\n%s%s", report,
+	                   text, r.err);
+
+	/* the shell's own file stays: it exec'd, and is reported so */
+	snprintf(script, sizeof(script), "ls %s | grep ticketspin-stats.", dir);
+	ls = popen(script, "r");
+	cr_assert(ls != NULL && fgets(name, sizeof(name), ls) != NULL, "the shell left no file");
+	pclose(ls);
+	cr_assert_eq(sscanf(name, "ticketspin-stats.%15[0-9]", pid), 1, "%s", name);
+	reader(&rep, (const char *const[]){ "report", pid, NULL });
+	cr_assert_eq(rep.status, 0, "%s%s", rep.out, rep.err);
+	cr_assert_not_null(strstr(rep.out, "replaced itself with exec"), "%s", rep.out);
+}
+
+Test(stats_file, wrapper_script_that_runs_the_program_as_a_child)
+{
+	struct probe_result r;
+	char script[1024], report[256], text[16384];
+
+	snprintf(report, sizeof(report), "%s/report", dir);
+	snprintf(script, sizeof(script), "#!/bin/sh\n%s 4 2000 1\nexit 0\n", CONTENDED);
+	run_script(&r, script, report);
+	/* the program's report; the shell, with nothing to add, says nothing */
+	text_of(report, text, sizeof(text), true);
+	cr_assert_not_null(strstr(text, ": 1 lock contended"), "no statistics in %s:\n%s%s", report,
+	                   text, r.err);
+	cr_assert_null(strstr(r.err, "ticketspin:"), "%s", r.err);
+}
+
+Test(stats_file, a_file_squatted_by_another_user_is_skipped)
+{
+	struct probe_result top, rep;
+	char out_path[128], pid_text[16], squat[256];
+	pid_t pid;
+	int fd, status;
+
+	need_root();
+	pid = start_waiting("2", "100", out_path);
+	snprintf(pid_text, sizeof(pid_text), "%d", (int)pid);
+	/* nobody's empty file, with the longest (newest-looking) name */
+	snprintf(squat, sizeof(squat), "%s/ticketspin-stats.%d.999", dir, (int)pid);
+	fd = open(squat, O_WRONLY | O_CREAT | O_EXCL, 0644);
+	cr_assert(fd >= 0);
+	close(fd);
+	cr_assert_eq(chown(squat, 65534, 65534), 0);
+	reader(&top, (const char *const[]){ "top", "--once", pid_text, NULL });
+	reader(&rep, (const char *const[]){ "report", pid_text, NULL });
+	kill(pid, SIGKILL);
+	waitpid(pid, &status, 0);
+	cr_assert_eq(top.status, 0, "%s%s", top.out, top.err);
+	cr_assert_not_null(strstr(top.out, " - running"), "%s", top.out);
+	cr_assert_null(strstr(top.err, "belongs to user"), "%s", top.err);
+	cr_assert_eq(rep.status, 0, "%s%s", rep.out, rep.err);
+	cr_assert_null(strstr(rep.err, "belongs to user"), "%s", rep.err);
+	cr_assert_eq(count_occurrences(rep.out, "ticketspin: file "), 1, "%s", rep.out);
+}

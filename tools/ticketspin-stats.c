@@ -11,9 +11,11 @@
  *   ticketspin-stats top [--once] [--top=N] [--interval=S] PID
  *
  * Files are looked for in $XDG_RUNTIME_DIR and /dev/shm.  Only the owner of
- * a file may read it: another user's is refused with a message, even for
- * root (whose reading would not be refused by the file mode): run the
- * command as that user.  The file's contents are not trusted: sizes and
+ * a file may read it: a file of another user's is skipped (anyone may create
+ * a file with the name a process would use), and a pid with no file of ours
+ * whose process is another user's is refused with a message, even for root
+ * (whose reading would not be refused by the file mode): run the command as
+ * that user.  The file's contents are not trusted: sizes and
  * counts are checked before use (a damaged file gives a damaged report, not
  * a crash).  Call sites are named from the objects the process had loaded,
  * recorded in the file, by reading their ELF symbol tables (.symtab, else
@@ -74,7 +76,8 @@ static const struct elf_file *elf_open(const char *path)
 		munmap((void *)free_slot->data, free_slot->size);
 	memset(free_slot, 0, sizeof(*free_slot));
 	snprintf(free_slot->path, sizeof(free_slot->path), "%s", path);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
+	/* O_NONBLOCK: a damaged file may name a FIFO, whose open would wait */
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
 	if (fd < 0 || fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) ||
 	    (size_t)st.st_size < sizeof(Elf64_Ehdr)) {
 		free_slot->failed = true;
@@ -128,9 +131,17 @@ static bool elf_symbol(const struct elf_file *elf, uint64_t vaddr, char *name, s
 				    sym[i].st_shndx == SHN_UNDEF || sym[i].st_name >= strtab->sh_size ||
 				    vaddr < sym[i].st_value || vaddr >= sym[i].st_value + sym[i].st_size)
 					continue;
-				snprintf(name, size, "%.*s", (int)size - 1,
-				         (const char *)elf->data + strtab->sh_offset + sym[i].st_name);
-				name[strnlen(name, size - 1)] = '\0';
+				/*
+				 * Within the string table: its last string need not be
+				 * terminated, and reading on could pass the mapping's end.
+				 */
+				size_t room = strtab->sh_size - sym[i].st_name;
+				size_t len = strnlen((const char *)elf->data + strtab->sh_offset +
+				                             sym[i].st_name,
+				                     room < size - 1 ? room : size - 1);
+
+				memcpy(name, elf->data + strtab->sh_offset + sym[i].st_name, len);
+				name[len] = '\0';
 				*offset = vaddr - sym[i].st_value;
 				return name[0] != '\0';
 			}
@@ -264,6 +275,18 @@ static int open_file(const char *path, int pid, int *fd_out, bool quiet)
 	return 0;
 }
 
+/*
+ * Whether @path is a file of ours (regular, owned by us, not a link); any
+ * other is not the process's own: another user may create files with the
+ * names the library tries (stats_file.h), to be skipped, not believed.
+ */
+static bool owned_by_us(const char *path)
+{
+	struct stat st;
+
+	return lstat(path, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == getuid();
+}
+
 /* ---- the state of the process behind a file ----------------------------------- */
 
 /*
@@ -333,6 +356,8 @@ static enum state state_of(const struct ts_file_header *h, const char *path)
 
 	if (h->state == TS_EXITED)
 		return EXITED;
+	if (h->state == TS_EXECED)
+		return EXECED; /* marked by the next image */
 	if (started == 0 || (h->start_time != 0 && started != h->start_time))
 		return ENDED;
 	return maps_file(h->pid, path) ? RUNNING : EXECED;
@@ -564,8 +589,19 @@ static int cmd_report(int argc, char **argv)
 			continue;
 		}
 		qsort(files, n, sizeof(files[0]), compare_found);
+		size_t reported = 0;
+
 		for (size_t k = 0; k < n; k++) {
-			int r = report_file(files[k].path, pid, top);
+			int r;
+
+			if (!owned_by_us(files[k].path))
+				continue; /* not the process's own (see owned_by_us) */
+			r = report_file(files[k].path, pid, top);
+			rc = rc > r ? rc : r;
+			reported++;
+		}
+		if (reported == 0) {
+			int r = nothing_for(pid);
 			rc = rc > r ? rc : r;
 		}
 	}
@@ -619,17 +655,48 @@ static bool wait_or_quit(double seconds)
 	}
 }
 
-/* The file of @pid's running image: the newest of its files. */
+/*
+ * The file of @pid's running image: among its files that are ours and say
+ * they are @pid's, one of the running process (its start time) if any, the
+ * newest.  Files of other users, and ours that do not hold @pid's header,
+ * are skipped (see owned_by_us).
+ */
 static bool current_file(int pid, char *path, size_t size)
 {
 	static struct found files[MAX_FILES];
 	size_t n = find_files(pid, files, MAX_FILES);
+	struct ts_file_header *h = new_header();
+	uint64_t started = start_time_of(pid), best_created = 0;
+	bool best_live = false, found = false;
 
-	if (n == 0)
+	if (h == NULL)
 		return false;
-	qsort(files, n, sizeof(files[0]), compare_found);
-	snprintf(path, size, "%s", files[n - 1].path);
-	return true;
+	for (size_t i = 0; i < n; i++) {
+		int fd;
+		bool live;
+
+		if (!owned_by_us(files[i].path) || open_file(files[i].path, pid, &fd, true) != 0)
+			continue;
+		if (pread(fd, h, sizeof(*h), 0) != (ssize_t)sizeof(*h) || h->magic != TS_FILE_MAGIC ||
+		    h->version != TS_FILE_VERSION || h->pid != pid) {
+			close(fd);
+			continue;
+		}
+		close(fd);
+		live = started != 0 && h->start_time == started && h->state == TS_RUNNING;
+		if (!found || (live && !best_live) ||
+		    (live == best_live && h->created_ns >= best_created)) {
+			size_t len = strnlen(files[i].path, size - 1);
+
+			memcpy(path, files[i].path, len);
+			path[len] = '\0';
+			best_live = live;
+			best_created = h->created_ns;
+			found = true;
+		}
+	}
+	free(h);
+	return found;
 }
 
 static int cmd_top(int argc, char **argv)

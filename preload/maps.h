@@ -1,0 +1,49 @@
+/*
+ * maps.h - which loaded object an address belongs to, read from
+ * /proc/self/maps, for the reports made while a thread waits in line
+ * (stall.c, misuse.c) and for naming call sites in the statistics (stats.c).
+ *
+ * Why not dladdr() or dl_iterate_phdr(): both take the dynamic loader's lock.
+ * A thread that holds a ticket and waits for that lock deadlocks with a
+ * thread in dlopen() whose constructor (or a signal handler on a thread that
+ * holds the loader's lock) waits for the spinlock.  Reading /proc/self/maps
+ * takes no user-space lock, allocates nothing, and is done with raw system
+ * calls (syscall() is no cancellation point, unlike open() and read()).  What
+ * it cannot give is a symbol name: reports give "object+offset", which
+ * `addr2line -f -e object offset` turns into a function and line.
+ */
+#ifndef TICKETSPIN_MAPS_H
+#define TICKETSPIN_MAPS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct ts_mapping {
+	uint64_t base;       /* start of the object's mapping at file offset 0 (0: none seen) */
+	uint64_t start, end; /* the object's consecutive mappings around the address */
+	char path[240];      /* absolute path, truncated to fit */
+};
+
+/*
+ * Fills @out with the file-backed object whose mappings contain @address;
+ * false when no file mapping does (heap, stack, anonymous memory) or
+ * /proc/self/maps cannot be read.  No lock, no allocation.
+ */
+bool ts_maps_find(uint64_t address, struct ts_mapping *out);
+
+/*
+ * Calls @fn for every file-backed object mapped from offset 0 (an ELF file's
+ * header: every loaded object), in address order, with its consecutive
+ * mappings.  No lock, no allocation.
+ */
+void ts_maps_each(void (*fn)(const struct ts_mapping *m, void *arg), void *arg);
+
+/*
+ * "0x55d0c3a4b040 (prog+0x4040)": the address, the object's file name and
+ * the offset from its base, what addr2line -e takes; just the address for
+ * memory no file backs.  Takes no lock, makes no cancellation point.
+ */
+void ts_maps_describe(char *buf, size_t size, const void *address);
+
+#endif

@@ -1,0 +1,230 @@
+/*
+ * reliabilityprobe - situations real programs create around a spinlock
+ * (issue 18), run in a child so that tests can check the lock keeps working.
+ * Built with -rdynamic: ctorlock.so's constructor takes probe_lock.
+ *
+ *   reliabilityprobe cancel HOLD_MS  a thread with a deferred cancel pending
+ *       calls pthread_spin_lock() on a lock held for HOLD_MS: it must get
+ *       the lock (no cancellation point in it), and the next locker too
+ *   reliabilityprobe dlopen LIB HOLD_MS  a thread waits in line for
+ *       probe_lock (and reports a stall, with TICKET_STALL_MS) while
+ *       another dlopen()s LIB, whose constructor takes probe_lock: both
+ *       must get it
+ *   reliabilityprobe churn PAIRS  PAIRS times two short-lived threads that
+ *       initialise a lock and contend for probe_lock once, then exit
+ *
+ * stdout: "provider ...", then one line per step; exit status 0 when every
+ * check held, 1 when one failed (or a step did not finish within 10 s), 2 usage.
+ */
+#include <dlfcn.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "symbol_provider.h"
+#include "ticket_lock.h"
+
+pthread_spinlock_t probe_lock; /* exported (-rdynamic): ctorlock.so takes it */
+
+static int failures;
+
+#define CHECK(cond, ...)                                  \
+	do {                                              \
+		if (!(cond)) {                            \
+			printf("FAILED: " __VA_ARGS__);   \
+			printf("\n");                     \
+			failures++;                       \
+		}                                         \
+	} while (0)
+
+static unsigned tickets_in_line(void)
+{
+	uint32_t word = __atomic_load_n((uint32_t *)&probe_lock, __ATOMIC_ACQUIRE);
+
+	return ts_tickets_between(ts_serving(word), ts_next(word));
+}
+
+static void sleep_ms(long ms)
+{
+	nanosleep(&(struct timespec){ ms / 1000, (ms % 1000) * 1000000L }, NULL);
+}
+
+/* Waits until @n tickets are in line (holder included); false after 10 s. */
+static bool wait_for_line(unsigned n)
+{
+	for (int i = 0; i < 10000; i++) {
+		if (tickets_in_line() >= n)
+			return true;
+		sleep_ms(1);
+	}
+	return false;
+}
+
+/* A step that hangs: say which, and fail, rather than be killed silently. */
+static const char *volatile step = "start";
+
+static void *watchdog(void *arg)
+{
+	(void)arg;
+	sleep(10);
+	printf("FAILED: hung at: %s\n", step);
+	fflush(stdout);
+	_exit(1);
+}
+
+/* ---- cancel ---------------------------------------------------------------- */
+
+static volatile int cancelled_got_lock;
+
+static void *cancelled_locker(void *arg)
+{
+	(void)arg;
+	/* deferred (the default), pending before the lock is even called */
+	pthread_cancel(pthread_self());
+	pthread_spin_lock(&probe_lock);
+	cancelled_got_lock = 1;
+	pthread_spin_unlock(&probe_lock);
+	pthread_testcancel(); /* the cancellation acts here */
+	return NULL;
+}
+
+static int mode_cancel(long hold_ms)
+{
+	pthread_t t;
+	void *result = NULL;
+
+	pthread_spin_init(&probe_lock, PTHREAD_PROCESS_PRIVATE);
+	pthread_spin_lock(&probe_lock);
+	pthread_create(&t, NULL, cancelled_locker, NULL);
+	step = "the cancelled thread drawing its ticket";
+	CHECK(wait_for_line(2), "the thread never queued");
+	sleep_ms(hold_ms);
+	pthread_spin_unlock(&probe_lock);
+	step = "joining the cancelled thread";
+	pthread_join(t, &result);
+	printf("cancelled thread: %s, %s\n", cancelled_got_lock ? "got the lock" : "never got the lock",
+	       result == PTHREAD_CANCELED ? "cancelled after" : "not cancelled");
+	CHECK(cancelled_got_lock, "cancelled inside pthread_spin_lock");
+	CHECK(result == PTHREAD_CANCELED, "the cancellation was lost");
+	step = "the next locker";
+	pthread_spin_lock(&probe_lock);
+	pthread_spin_unlock(&probe_lock);
+	printf("next locker: acquired, %u tickets in line\n", tickets_in_line());
+	CHECK(tickets_in_line() == 0, "a ticket was left in line");
+	return failures ? 1 : 0;
+}
+
+/* ---- dlopen ------------------------------------------------------------------ */
+
+static volatile int waiter_got_lock;
+
+static void *line_waiter(void *arg)
+{
+	(void)arg;
+	pthread_spin_lock(&probe_lock);
+	waiter_got_lock = 1;
+	pthread_spin_unlock(&probe_lock);
+	return NULL;
+}
+
+static void *opener(void *arg)
+{
+	return dlopen(arg, RTLD_NOW | RTLD_LOCAL);
+}
+
+static int mode_dlopen(const char *lib, long hold_ms)
+{
+	pthread_t w, d;
+	void *handle = NULL;
+
+	pthread_spin_init(&probe_lock, PTHREAD_PROCESS_PRIVATE);
+	pthread_spin_lock(&probe_lock);
+	pthread_create(&w, NULL, line_waiter, NULL);
+	step = "the waiter drawing its ticket";
+	CHECK(wait_for_line(2), "the waiter never queued");
+	pthread_create(&d, NULL, opener, (void *)lib);
+	step = "the constructor drawing its ticket";
+	CHECK(wait_for_line(3), "the constructor never queued");
+	/* the waiter reports its stall now, while dlopen() holds the loader's lock */
+	sleep_ms(hold_ms);
+	pthread_spin_unlock(&probe_lock);
+	step = "the waiter in line";
+	pthread_join(w, NULL);
+	step = "dlopen() whose constructor takes the lock";
+	pthread_join(d, &handle);
+	printf("waiter: %s; dlopen: %s\n", waiter_got_lock ? "acquired" : "no",
+	       handle != NULL ? "done" : dlerror());
+	CHECK(waiter_got_lock && handle != NULL, "a step failed");
+	return failures ? 1 : 0;
+}
+
+/* ---- churn ----------------------------------------------------------------------- */
+
+/*
+ * A pair: the holder takes probe_lock and keeps it until the waiter has
+ * drawn a ticket behind it, so that each pair contends (recorded) whatever
+ * the scheduler does.
+ */
+static void *short_lived(void *arg)
+{
+	pthread_spinlock_t own;
+	bool holder = arg != NULL;
+
+	pthread_spin_init(&own, PTHREAD_PROCESS_PRIVATE); /* enough to claim a slot */
+	if (holder) {
+		pthread_spin_lock(&probe_lock);
+		while (tickets_in_line() < 2)
+			sched_yield();
+		pthread_spin_unlock(&probe_lock);
+	} else {
+		while (tickets_in_line() < 1)
+			sched_yield();
+		pthread_spin_lock(&probe_lock);
+		pthread_spin_unlock(&probe_lock);
+	}
+	pthread_spin_destroy(&own);
+	return NULL;
+}
+
+/* @pairs times, two threads that contend for probe_lock once, then exit. */
+static int mode_churn(long pairs)
+{
+	pthread_spin_init(&probe_lock, PTHREAD_PROCESS_PRIVATE);
+	step = "thread churn";
+	for (long i = 0; i < pairs; i++) {
+		pthread_t t[2];
+
+		for (int k = 0; k < 2; k++)
+			if (pthread_create(&t[k], NULL, short_lived, k == 0 ? (void *)1 : NULL) != 0) {
+				printf("FAILED: pthread_create after %ld pairs\n", i);
+				return 1;
+			}
+		for (int k = 0; k < 2; k++)
+			pthread_join(t[k], NULL);
+	}
+	printf("churn: %ld threads done\n", 2 * pairs);
+	return failures ? 1 : 0;
+}
+
+int main(int argc, char **argv)
+{
+	pthread_t dog;
+
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	printf("provider %s\n", provider_of("pthread_spin_lock"));
+	pthread_create(&dog, NULL, watchdog, NULL);
+	if (argc == 3 && strcmp(argv[1], "cancel") == 0)
+		return mode_cancel(atol(argv[2]));
+	if (argc == 3 && strcmp(argv[1], "churn") == 0)
+		return mode_churn(atol(argv[2]));
+	if (argc == 4 && strcmp(argv[1], "dlopen") == 0)
+		return mode_dlopen(argv[2], atol(argv[3]));
+	fprintf(stderr, "usage: reliabilityprobe cancel HOLD_MS | dlopen LIB HOLD_MS\n");
+	return 2;
+}

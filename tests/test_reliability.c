@@ -1,0 +1,173 @@
+/*
+ * Reliability in the situations real programs create (issue 18): deferred
+ * cancellation, dlopen() while a waiter reports a stall, a burst of new
+ * threads.  The probes run under the preload; the misuse check is called
+ * directly (linked with the core).
+ */
+#include <pthread.h>
+#include <sys/stat.h>
+
+#include "misuse.h"
+#include "stats_file.h"
+#include "probe_run.h"
+
+static void run_probe(struct probe_result *r, const char *const *env, const char *const *argv)
+{
+	probe_run(r, env, argv, 30);
+	assert_probe_provider(r);
+	cr_assert_eq(r->status, 0, "status %d\n%s%s", r->status, r->out, r->err);
+}
+
+/* ---- 1. nothing in pthread_spin_lock() is a cancellation point ----------------- */
+
+static void cancel_run(const char *const *env)
+{
+	struct probe_result r;
+
+	run_probe(&r, env, (const char *const[]){ RELIABILITYPROBE, "cancel", "300", NULL });
+	cr_assert_not_null(strstr(r.out, "cancelled thread: got the lock, cancelled after"), "%s",
+	                   r.out);
+	cr_assert_not_null(strstr(r.out, "next locker: acquired"), "%s", r.out);
+}
+
+Test(cancel, first_statistics_record_is_no_cancellation_point)
+{
+	cancel_run((const char *const[]){ "TICKET_STATS=1", "TICKET_STALL_MS=0", "TICKET_QUEUE=", NULL });
+}
+
+Test(cancel, first_statistics_record_unbounded_line)
+{
+	cancel_run((const char *const[]){ "TICKET_STATS=1", "TICKET_STALL_MS=0", "TICKET_QUEUE=0", NULL });
+}
+
+Test(cancel, stall_report_is_no_cancellation_point)
+{
+	struct probe_result r;
+
+	cancel_run((const char *const[]){ "TICKET_STATS=", "TICKET_STALL_MS=100", "TICKET_QUEUE=0", NULL });
+	/* the report was made (or the test proves nothing) */
+	probe_run(&r, (const char *const[]){ "TICKET_STATS=", "TICKET_STALL_MS=100", "TICKET_QUEUE=0", NULL },
+	          (const char *const[]){ RELIABILITYPROBE, "cancel", "300", NULL }, 30);
+	cr_assert_not_null(strstr(r.err, "ticketspin: stall: "), "no stall report:\n%s", r.err);
+}
+
+/* ---- 3. the stall report takes no loader lock ---------------------------------- */
+
+Test(dlopen, stall_report_while_a_constructor_waits_in_line)
+{
+	struct probe_result r;
+
+	run_probe(&r, (const char *const[]){ "TICKET_STATS=", "TICKET_STALL_MS=50", "TICKET_QUEUE=0", NULL },
+	          (const char *const[]){ RELIABILITYPROBE, "dlopen", CTORLOCK, "400", NULL });
+	cr_assert_not_null(strstr(r.out, "waiter: acquired; dlopen: done"), "%s", r.out);
+	cr_assert_geq(count_occurrences(r.err, "ticketspin: stall: "), 1, "no stall report:\n%s",
+	              r.err);
+	/* named without the loader: the object, and the exported symbol */
+	cr_assert_not_null(strstr(r.err, "(reliabilityprobe+0x"), "%s", r.err);
+	cr_assert_not_null(strstr(r.err, ", probe_lock+0)"), "%s", r.err);
+}
+
+Test(dlopen, statistics_of_a_dlopened_caller)
+{
+	struct probe_result r;
+
+	/* with statistics: a new call site's object is noted in line */
+	run_probe(&r, (const char *const[]){ "TICKET_STATS=1", "TICKET_STALL_MS=50", "TICKET_QUEUE=0", NULL },
+	          (const char *const[]){ RELIABILITYPROBE, "dlopen", CTORLOCK, "400", NULL });
+	cr_assert_not_null(strstr(r.out, "waiter: acquired; dlopen: done"), "%s", r.out);
+	cr_assert_not_null(strstr(r.err, "ctorlock.so"), "the dlopen()ed call site is not named:\n%s",
+	                   r.err);
+}
+
+/* ---- 11. a burst of new threads is no misuse -------------------------------------- */
+
+static unsigned loadavg_threads(void)
+{
+	char buf[128] = "";
+	FILE *f = fopen("/proc/loadavg", "r");
+	char *slash;
+
+	cr_assert_not_null(f);
+	cr_assert_not_null(fgets(buf, sizeof(buf), f));
+	fclose(f);
+	slash = strchr(buf, '/');
+	cr_assert_not_null(slash);
+	return (unsigned)strtoul(slash + 1, NULL, 10);
+}
+
+static pthread_barrier_t burst_done;
+
+static void *parked(void *arg)
+{
+	(void)arg;
+	pthread_barrier_wait(&burst_done);
+	return NULL;
+}
+
+#define BURST 200
+
+Test(misuse, burst_of_new_threads_is_not_a_suspect_word)
+{
+	static ts_word_t lock;
+	pthread_t t[BURST];
+	unsigned before, after, ahead;
+	bool suspect;
+
+	before = loadavg_threads();
+	/* a word with 65 tickets ahead: primes the cached thread count */
+	cr_assert(!ts_misuse_suspect_word(&lock, 0, (uint16_t)(65 * TS_TICKET_STEP), NULL));
+	pthread_barrier_init(&burst_done, NULL, BURST + 1);
+	for (int i = 0; i < BURST; i++)
+		cr_assert_eq(pthread_create(&t[i], NULL, parked, NULL), 0);
+	/* more tickets than threads before the burst, fewer than now */
+	ahead = before + BURST / 2;
+	suspect = ts_misuse_suspect_word(&lock, 0, (uint16_t)(ahead * TS_TICKET_STEP), NULL);
+	after = loadavg_threads();
+	pthread_barrier_wait(&burst_done);
+	for (int i = 0; i < BURST; i++)
+		pthread_join(t[i], NULL);
+	cr_assert_geq(after, ahead, "the system lost threads meanwhile (%u, then %u): retry", before,
+	              after);
+	cr_assert(!suspect, "%u tickets ahead judged impossible with %u threads on the system",
+	          ahead, after);
+	cr_assert_eq(ts_misuse_count(TS_MISUSE_SUSPECT_WORD), 0);
+}
+
+/* ---- 4. statistics under thread churn ------------------------------------------------ */
+
+Test(churn, statistics_file_bounded_by_the_threads_alive)
+{
+	char dir[] = "/tmp/ticketspin-churnXXXXXX", xdg[128], cmd[300], name[256];
+	struct probe_result r;
+	struct stat st;
+	FILE *ls;
+	bool have;
+
+	cr_assert(mkdtemp(dir) != NULL);
+	snprintf(xdg, sizeof(xdg), "XDG_RUNTIME_DIR=%s", dir);
+	/* 3000 threads, at most 3 alive at once (main, a pair) */
+	probe_run(&r, (const char *const[]){ xdg, "TICKET_STATS=1", "TICKET_STATS_KEEP=1", NULL },
+	          (const char *const[]){ RELIABILITYPROBE, "churn", "1500", NULL }, 120);
+	snprintf(cmd, sizeof(cmd), "ls %s | grep ticketspin-stats.", dir);
+	ls = popen(cmd, "r");
+	have = ls != NULL && fgets(name, sizeof(name), ls) != NULL;
+	if (ls != NULL)
+		pclose(ls);
+	name[strcspn(name, "\n")] = '\0';
+	snprintf(cmd, sizeof(cmd), "%s/%s", dir, name);
+	cr_assert(have && stat(cmd, &st) == 0, "no statistics file kept");
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	cr_assert_eq(system(cmd), 0);
+	assert_probe_provider(&r);
+	cr_assert_eq(r.status, 0, "%s%s", r.out, r.err);
+	cr_assert_not_null(strstr(r.out, "churn: 3000 threads done"), "%s", r.out);
+	cr_assert_leq((uint64_t)st.st_size, ts_slot_offset(8),
+	              "a file of %lld bytes (%llu slots) for at most 3 threads alive at once",
+	              (long long)st.st_size,
+	              (unsigned long long)(((uint64_t)st.st_size - sizeof(struct ts_file_header)) /
+	                                   sizeof(struct ts_thread_slot)));
+	/* what the exited threads recorded is still counted */
+	cr_assert_not_null(strstr(r.err, "ticketspin: stats: pid "), "%s", r.err);
+	cr_assert_null(strstr(r.err, " 0 locks contended"), "%s", r.err);
+	cr_assert_null(strstr(r.err, "not recorded"), "%s", r.err);
+}
