@@ -8,7 +8,8 @@
  * thread-specific key's destructor).  While it queues, its entry names the
  * lock.  The child's fork handler runs with one thread: every ticket in the
  * queues the table names belongs to a thread that is gone, so those queues
- * are emptied, with the waiters' flags.  The lock byte is left alone: a
+ * are emptied, with the waiters' flags (but for process-shared locks, whose
+ * word the parent shares, waiter and all).  The lock byte is left alone: a
  * lock held at fork() by another thread stays held in the child, as with
  * glibc; one held by the forking thread (the pthread_atfork idiom) is
  * released by its own unlock.
@@ -87,6 +88,12 @@ static void empty_queue(ts_word_t *lock)
 	uint32_t word = __atomic_load_n(lock, __ATOMIC_RELAXED);
 	uint32_t emptied;
 
+	/*
+	 * A process-shared lock's word is the parent's too, where the waiter
+	 * still exists: its ticket is real.
+	 */
+	if (word & TS_SHARED)
+		return;
 	do {
 		emptied = word & (TS_SHARED | TS_LOCKED | TS_STATS_DUE);
 	} while (!__atomic_compare_exchange_n(lock, &word, emptied, false, __ATOMIC_RELAXED,
