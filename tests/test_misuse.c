@@ -218,7 +218,10 @@ Test(misuse, glibc_unlocked_word_works)
 {
 	struct probe_result r;
 
-	run_probe(&r, NULL, "foreign", "1", NULL);
+	/* the probe takes milliseconds: a hang fails in 10 s, not the usual 60 */
+	probe_run(&r, NULL, (const char *const[]){ MISUSEPROBE, "foreign", "1", NULL }, 10);
+	assert_probe_provider(&r);
+	cr_assert_eq(r.status, 0, "misuseprobe foreign: status %d\n%s%s", r.status, r.out, r.err);
 	cr_assert(strstr(r.out, "word 0x00000001: lock returned 0, unlock 0, trylock 0, unlock 0"),
 	          "%s", r.out);
 	cr_assert_eq(count_lines(r.err, "ticketspin:"), 0, "%s", r.err);
