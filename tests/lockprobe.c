@@ -14,8 +14,8 @@
  *                                      than one thread, one each queued first),
  *                                      the queue's head starting two tickets
  *                                      before the 7-bit ticket space wraps;
- *                                      prints how often the head wrapped
- *                                      ("wraps N") and the final word
+ *                                      prints how many holders saw the queue
+ *                                      span the wrap ("spans N") and the word
  *   lockprobe progress THREADS MS      THREADS threads take the lock over and
  *                                      over for MS milliseconds; prints each
  *                                      one's count; fails if one never got it
@@ -55,9 +55,8 @@ static int nlocks;
 static long per_thread;
 static long hold_ns;
 static atomic_long violations;
-/* wrap: the queue's head seen by each holder (inside: the holder's alone to move) */
+/* wrap: holders that saw the queue span the wrap (counted inside the lock) */
 static int watch_head;
-static unsigned last_head;
 static long head_wraps;
 /* Workers wait here so that they start together, not one time slice apart. */
 static pthread_barrier_t start_line;
@@ -68,15 +67,11 @@ static void critical(struct guarded *g)
 		atomic_fetch_add(&violations, 1);
 	g->count++;
 	if (watch_head) {
-		/*
-		 * Only a taker at the head moves the head, by one: holders see
-		 * every value in turn, so a smaller one than the last is a wrap.
-		 */
-		unsigned head = ts_head(__atomic_load_n((uint32_t *)&g->lock, __ATOMIC_RELAXED));
+		/* tickets queued on both sides of the wrap: the head above next */
+		uint32_t word = __atomic_load_n((uint32_t *)&g->lock, __ATOMIC_RELAXED);
 
-		if (head < last_head)
+		if (ts_queued(word) > 0 && ts_head(word) > ts_next(word))
 			head_wraps++;
-		last_head = head;
 	}
 	if (hold_ns > 0) {
 		struct timespec start, now;
@@ -232,9 +227,11 @@ static void *wrap_queuer(void *arg)
 }
 
 /*
- * With more than one thread, the queue is made to cross the wrap first:
- * the main thread holds the lock until THREADS threads queue for it (tickets
- * 126, 127, 0...), then the hammer runs from wherever that left the word.
+ * With more than one thread, the queue is made to cross the wrap first: the
+ * main thread holds the lock, its word set by hand to "held, an empty queue
+ * at 126" (an emptied queue restarts at 0, so a steal would not keep it
+ * there), until THREADS threads queue for it (tickets 126, 127, 0...), then
+ * the hammer runs from wherever that left the word.
  */
 static int wrap(int threads, long n)
 {
@@ -252,9 +249,8 @@ static int wrap(int threads, long n)
 	/* head == next (an empty queue), free */
 	__atomic_store_n((uint32_t *)&locks[0].lock, start, __ATOMIC_RELEASE);
 	watch_head = 1;
-	last_head = WRAP_START;
 	if (queued_first > 0) {
-		pthread_spin_lock(&locks[0].lock);
+		__atomic_store_n((uint32_t *)&locks[0].lock, start | TS_LOCKED, __ATOMIC_RELEASE);
 		for (int i = 0; i < queued_first; i++) {
 			pthread_create(&tids[i], NULL, wrap_queuer, NULL);
 			while (ts_queued(__atomic_load_n((uint32_t *)&locks[0].lock,
@@ -269,7 +265,7 @@ static int wrap(int threads, long n)
 		return 1;
 	rc = check_totals((long)threads * n + queued_first);
 	end = __atomic_load_n((uint32_t *)&locks[0].lock, __ATOMIC_ACQUIRE);
-	printf("wraps %ld word 0x%08x -> 0x%08x\n", head_wraps, start, end);
+	printf("spans %ld word 0x%08x -> 0x%08x\n", head_wraps, start, end);
 	/* every ticket drawn was served or given back: an empty queue, and free */
 	if (ts_queued(end) != 0 || ts_lock_byte(end) != 0) {
 		printf("tickets left in the queue or the lock held\n");

@@ -168,13 +168,13 @@ static void suspect(const char *const *env, const char *word, const char *serve)
 }
 
 /*
- * A garbage word: held, with 126 phantom tickets in the queue (head 0, next
+ * A garbage word: held (TS_LOCKED), with 126 phantom tickets in the queue (head 0, next
  * 126: the most a waiter can find ahead of it, the queue holding 127), is
  * reported once, and the waiter keeps its place: when the probe serves the
  * phantom tickets, it gets the lock, in every waiting policy (a sleeper's nap
  * is bounded: it finds itself at the head when it wakes).
  */
-#define SUSPECT_WORD "0x7e000001"
+#define SUSPECT_WORD "0x7e000010"
 #define SUSPECT_TESTS(name, env)                                                        \
 	Test(misuse, suspect_word_waiter_keeps_its_place_##name)                        \
 	{                                                                               \
@@ -199,8 +199,9 @@ Test(misuse, suspect_word_is_reported_parked)
 
 /*
  * Words with at most 64 tickets in the queue are never questioned (the
- * cheap bound): 0xdeadbeef is held (lock byte 0xef) with 49 in its queue;
- * the waiter keeps its place and gets the lock when served, unreported.
+ * cheap bound): 0xdeadbeef has 49 in its queue and is marked process-shared
+ * (bit 31), so no one steals it; the waiter keeps its place and gets the
+ * lock when served, unreported.
  */
 Test(misuse, short_queue_word_is_not_questioned)
 {
