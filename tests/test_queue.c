@@ -1,10 +1,12 @@
 /*
- * The queue's promises, through the core linked in, on words set up by hand:
- * stealing past a watching head is bounded by TICKET_BYPASS; strict FIFO
- * never steals; and a waiter that is not running (a phantom ticket at the
- * head: no thread holds it) does not keep the running ones out: the last in
- * the queue gives its ticket back and takes the lock (escape).  Each test
- * sets its environment before the core first reads it.
+ * The queue's promises, through the core linked in, on words set up by hand
+ * (test_bypass.c has the bound on stealing and strict FIFO): a head that
+ * does not watch is passed without counting; a process-shared lock is never
+ * stolen; and a waiter that is not running (a phantom ticket at the head: no
+ * thread holds it) does not keep the running ones out: the last in the queue
+ * gives its ticket back and takes the lock (escape), in every waiting
+ * policy, and threads that keep coming all progress.  Each test sets its
+ * environment before the core first reads it.
  */
 #include <criterion/criterion.h>
 #include <pthread.h>
@@ -30,22 +32,6 @@ static void phantom_head(uint8_t head, uint32_t flags)
 	                 __ATOMIC_RELEASE);
 }
 
-/* TICKET_BYPASS=3: three steals past a watching head, then none. */
-Test(queue, stealing_past_a_watching_head_is_bounded)
-{
-	setenv("TICKET_BYPASS", "3", 1);
-	cr_assert_eq(ts_config()->bypass_max, 3);
-	phantom_head(10, TS_WATCHING);
-	for (unsigned i = 1; i <= 3; i++) {
-		cr_assert(ts_trylock(&lock_word), "steal %u refused, word %#x", i, word());
-		cr_assert_eq(ts_bypass(word()), i, "word %#x", word());
-		cr_assert(ts_unlock(&lock_word));
-	}
-	cr_assert(!ts_trylock(&lock_word), "a fourth steal, word %#x", word());
-	cr_assert_eq(ts_head(word()), 10);
-	cr_assert_eq(ts_queued(word()), 1, "the head's ticket is still queued: %#x", word());
-}
-
 /* A head that is not watching (asleep, or not yet looking) may be passed. */
 Test(queue, a_head_that_does_not_watch_is_passed)
 {
@@ -56,20 +42,6 @@ Test(queue, a_head_that_does_not_watch_is_passed)
 		cr_assert_eq(ts_bypass(word()), 0, "counted without a watch: %#x", word());
 		cr_assert(ts_unlock(&lock_word));
 	}
-}
-
-/* Strict FIFO (TICKET_QUEUE=0): no steal while anyone is queued, watching or not. */
-Test(queue, strict_fifo_never_steals)
-{
-	setenv("TICKET_QUEUE", "0", 1);
-	cr_assert_eq(ts_config()->bypass_max, 0);
-	phantom_head(10, 0);
-	cr_assert(!ts_trylock(&lock_word), "stolen in strict FIFO: %#x", word());
-	phantom_head(10, TS_WATCHING);
-	cr_assert(!ts_trylock(&lock_word), "stolen in strict FIFO: %#x", word());
-	__atomic_store_n(&lock_word, 10u << TS_HEAD_SHIFT | 10u << TS_NEXT_SHIFT, __ATOMIC_RELEASE);
-	cr_assert(ts_trylock(&lock_word), "an empty queue: free, %#x", word());
-	cr_assert(ts_unlock(&lock_word));
 }
 
 /* A process-shared lock is strict FIFO whatever TICKET_BYPASS says. */
