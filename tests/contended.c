@@ -5,7 +5,7 @@
  *       THREADS workers run contend_worker(): N times lock 0, and, when
  *       LOCKS is 2, every fourth time lock 1 too (from another call site).
  *       Main holds each lock until every worker has come to it and one
- *       has drawn a ticket, so each lock is contended at least once.  "_exit" leaves through
+ *       waits in its queue, so each lock is contended at least once.  "_exit" leaves through
  *       _exit(0) instead of returning from main.  "wait" prints "ready"
  *       after the work and then waits to be killed.  "fork_exit" does the
  *       work in a forked child, which leaves through _exit(0); the parent
@@ -40,11 +40,10 @@ static int nlocks;
 static long rounds;
 static int arrived; /* workers about to take lock 0 for the first time */
 
+/* Waiters in the lock's queue (the holder has no ticket). */
 static unsigned tickets_drawn(pthread_spinlock_t *lock)
 {
-	uint32_t word = __atomic_load_n((uint32_t *)lock, __ATOMIC_ACQUIRE);
-
-	return ts_tickets_between(ts_serving(word), ts_next(word));
+	return ts_queued(__atomic_load_n((uint32_t *)lock, __ATOMIC_ACQUIRE));
 }
 
 static void __attribute__((noinline)) critical(struct counted *c)
@@ -145,12 +144,12 @@ int main(int argc, char **argv)
 				return 1;
 		/*
 		 * Every worker comes to lock 0, then, in its first round, to lock 1.
-		 * Some may step out of a long line (TICKET_QUEUE) instead of
-		 * queuing: wait for one ticket behind ours, and a little more.
+		 * Some may wait outside a full queue (TICKET_QUEUE) instead of
+		 * queuing: wait for one ticket in the queue, and a little more.
 		 */
 		for (int k = 0; k < nlocks; k++) {
 			while (__atomic_load_n(&arrived, __ATOMIC_ACQUIRE) < threads ||
-			       tickets_drawn(&locks[k].lock) < 2)
+			       tickets_drawn(&locks[k].lock) < 1)
 				sched_yield();
 			usleep(10000);
 			pthread_spin_unlock(&locks[k].lock);

@@ -6,9 +6,19 @@
  *   lockprobe hammer THREADS LOCKS N [HOLD_NS]
  *                                      mutual exclusion, lock and trylock mixed;
  *                                      HOLD_NS: time spent inside each time
- *   lockprobe fifo WAITERS [ROUNDS [LINGER_US]]
- *                                      grant order of waiters queued in order
- *   lockprobe wrap THREADS N           N acquisitions starting near the wrap
+ *   lockprobe fifo WAITERS [ROUNDS [LINGER_US [shared]]]
+ *                                      grant order of waiters queued in order;
+ *                                      "shared": the lock is initialised
+ *                                      PTHREAD_PROCESS_SHARED
+ *   lockprobe wrap THREADS N [HOLD_NS] N acquisitions each (and, with more
+ *                                      than one thread, one each queued first),
+ *                                      the queue's head starting two tickets
+ *                                      before the 7-bit ticket space wraps;
+ *                                      prints how many holders saw the queue
+ *                                      span the wrap ("spans N") and the word
+ *   lockprobe progress THREADS MS      THREADS threads take the lock over and
+ *                                      over for MS milliseconds; prints each
+ *                                      one's count; fails if one never got it
  *   lockprobe hold WAITERS HOLD_MS     WAITERS threads wait while the main thread
  *                                      holds the lock for HOLD_MS (asleep);
  *                                      prints the CPU time the process used
@@ -45,6 +55,9 @@ static int nlocks;
 static long per_thread;
 static long hold_ns;
 static atomic_long violations;
+/* wrap: holders that saw the queue span the wrap (counted inside the lock) */
+static int watch_head;
+static long head_wraps;
 /* Workers wait here so that they start together, not one time slice apart. */
 static pthread_barrier_t start_line;
 
@@ -53,6 +66,13 @@ static void critical(struct guarded *g)
 	if (__atomic_add_fetch(&g->inside, 1, __ATOMIC_RELAXED) != 1)
 		atomic_fetch_add(&violations, 1);
 	g->count++;
+	if (watch_head) {
+		/* tickets queued on both sides of the wrap: the head above next */
+		uint32_t word = __atomic_load_n((uint32_t *)&g->lock, __ATOMIC_RELAXED);
+
+		if (ts_queued(word) > 0 && ts_head(word) > ts_next(word))
+			head_wraps++;
+	}
 	if (hold_ns > 0) {
 		struct timespec start, now;
 
@@ -143,11 +163,10 @@ static pthread_spinlock_t fifo_lock;
 static int grant_order[64];
 static int granted;
 
+/* Waiters in the queue (the holder has no ticket). */
 static unsigned tickets_drawn(void)
 {
-	uint32_t word = __atomic_load_n((uint32_t *)&fifo_lock, __ATOMIC_ACQUIRE);
-
-	return ts_tickets_between(ts_serving(word), ts_next(word));
+	return ts_queued(__atomic_load_n((uint32_t *)&fifo_lock, __ATOMIC_ACQUIRE));
 }
 
 static void *fifo_thread(void *arg)
@@ -163,7 +182,7 @@ static void *fifo_thread(void *arg)
  * after another, then lingers (so that waiters may park) and unlocks.  The
  * grant order must be the drawing order.
  */
-static int fifo(int waiters, int rounds, long linger_us)
+static int fifo(int waiters, int rounds, long linger_us, int pshared)
 {
 	pthread_t tids[64];
 	int ok = 1;
@@ -172,11 +191,11 @@ static int fifo(int waiters, int rounds, long linger_us)
 		return 2;
 	for (int round = 0; round < rounds && ok; round++) {
 		granted = 0;
-		pthread_spin_init(&fifo_lock, PTHREAD_PROCESS_PRIVATE);
+		pthread_spin_init(&fifo_lock, pshared);
 		pthread_spin_lock(&fifo_lock);
 		for (int i = 0; i < waiters; i++) {
 			pthread_create(&tids[i], NULL, fifo_thread, (void *)(uintptr_t)i);
-			while (tickets_drawn() < (unsigned)i + 2)
+			while (tickets_drawn() < (unsigned)i + 1)
 				sched_yield();
 		}
 		if (linger_us > 0)
@@ -195,18 +214,132 @@ static int fifo(int waiters, int rounds, long linger_us)
 	return ok ? 0 : 1;
 }
 
-/* wrap: start a few tickets before the 14-bit ticket counter wraps. */
+/* wrap: start two tickets before the 7-bit ticket space wraps. */
+#define WRAP_START 126u
+
+static void *wrap_queuer(void *arg)
+{
+	(void)arg;
+	pthread_spin_lock(&locks[0].lock);
+	critical(&locks[0]);
+	pthread_spin_unlock(&locks[0].lock);
+	return NULL;
+}
+
+/*
+ * With more than one thread, the queue is made to cross the wrap first: the
+ * main thread holds the lock, its word set by hand to "held, an empty queue
+ * at 126" (an emptied queue restarts at 0, so a steal would not keep it
+ * there), until THREADS threads queue for it (tickets 126, 127, 0...), then
+ * the hammer runs from wherever that left the word.
+ */
 static int wrap(int threads, long n)
 {
+	uint32_t start = WRAP_START << TS_NEXT_SHIFT | WRAP_START << TS_HEAD_SHIFT, end;
+	long queued_first = threads > 1 ? threads : 0;
+	pthread_t tids[64];
+	int rc;
+
+	if (threads < 1 || threads > 64)
+		return 2;
 	nlocks = 1;
 	per_thread = n;
 	locks = aligned_alloc(64, sizeof(*locks));
 	memset(locks, 0, sizeof(*locks));
-	/* serving == next, six tickets before the 14-bit ticket space wraps */
-	__atomic_store_n((uint32_t *)&locks[0].lock, 0xffe8ffe8u, __ATOMIC_RELEASE);
+	/* head == next (an empty queue), free */
+	__atomic_store_n((uint32_t *)&locks[0].lock, start, __ATOMIC_RELEASE);
+	watch_head = 1;
+	if (queued_first > 0) {
+		__atomic_store_n((uint32_t *)&locks[0].lock, start | TS_LOCKED, __ATOMIC_RELEASE);
+		for (int i = 0; i < queued_first; i++) {
+			pthread_create(&tids[i], NULL, wrap_queuer, NULL);
+			while (ts_queued(__atomic_load_n((uint32_t *)&locks[0].lock,
+			                                 __ATOMIC_ACQUIRE)) < (unsigned)i + 1)
+				sched_yield();
+		}
+		pthread_spin_unlock(&locks[0].lock);
+		for (int i = 0; i < queued_first; i++)
+			pthread_join(tids[i], NULL);
+	}
 	if (run_threads(threads, hammer_thread) != 0)
 		return 1;
-	return check_totals((long)threads * n);
+	rc = check_totals((long)threads * n + queued_first);
+	end = __atomic_load_n((uint32_t *)&locks[0].lock, __ATOMIC_ACQUIRE);
+	printf("spans %ld word 0x%08x -> 0x%08x\n", head_wraps, start, end);
+	/* every ticket drawn was served or given back: an empty queue, and free */
+	if (ts_queued(end) != 0 || ts_lock_byte(end) != 0) {
+		printf("tickets left in the queue or the lock held\n");
+		rc = 1;
+	}
+	return rc;
+}
+
+/* progress: every thread takes the lock, over and over, until told to stop. */
+static pthread_spinlock_t progress_lock;
+static long progress_count[64];
+static int progress_inside;
+static int progress_stop;
+
+static void *progress_thread(void *arg)
+{
+	int id = (int)(uintptr_t)arg;
+	long mine = 0;
+
+	pthread_barrier_wait(&start_line);
+	while (!__atomic_load_n(&progress_stop, __ATOMIC_RELAXED)) {
+		if (pthread_spin_lock(&progress_lock) != 0) {
+			atomic_fetch_add(&violations, 1);
+			break;
+		}
+		if (++progress_inside != 1)
+			atomic_fetch_add(&violations, 1);
+		mine++;
+		progress_inside--;
+		pthread_spin_unlock(&progress_lock);
+	}
+	progress_count[id] = mine;
+	return NULL;
+}
+
+static void *progress_timer(void *arg)
+{
+	long ms = (long)(intptr_t)arg;
+	struct timespec nap = { ms / 1000, (ms % 1000) * 1000000L };
+
+	nanosleep(&nap, NULL);
+	__atomic_store_n(&progress_stop, 1, __ATOMIC_RELAXED);
+	return NULL;
+}
+
+/*
+ * progress: THREADS threads contend for one lock for MS milliseconds.  The
+ * promise checked: every thread gets the lock (a count above 0), whatever
+ * the others do; the counts are printed, no ratio is asserted.
+ */
+static int progress(int threads, long ms)
+{
+	pthread_t timer;
+	long min = -1, max = 0, total = 0;
+
+	if (threads < 1 || threads > 64 || ms < 1)
+		return 2;
+	pthread_spin_init(&progress_lock, PTHREAD_PROCESS_PRIVATE);
+	pthread_create(&timer, NULL, progress_timer, (void *)(intptr_t)ms);
+	if (run_threads(threads, progress_thread) != 0)
+		return 1;
+	pthread_join(timer, NULL);
+	printf("counts");
+	for (int i = 0; i < threads; i++) {
+		printf(" %ld", progress_count[i]);
+		total += progress_count[i];
+		if (min < 0 || progress_count[i] < min)
+			min = progress_count[i];
+		if (progress_count[i] > max)
+			max = progress_count[i];
+	}
+	printf("\nprogress threads %d min %ld max %ld total %ld violations %ld\n", threads, min,
+	       max, total, atomic_load(&violations));
+	return min > 0 && atomic_load(&violations) == 0 ? 0 : 1;
 }
 
 static pthread_spinlock_t held_lock;
@@ -270,12 +403,18 @@ int main(int argc, char **argv)
 		hold_ns = argc == 6 ? atol(argv[5]) : 0;
 		return hammer(atoi(argv[2]), atoi(argv[3]), atol(argv[4]));
 	}
-	if (strcmp(argv[1], "fifo") == 0 && argc >= 3 && argc <= 5)
-		return fifo(atoi(argv[2]), argc > 3 ? atoi(argv[3]) : 1, argc > 4 ? atol(argv[4]) : 0);
-	if (strcmp(argv[1], "wrap") == 0 && argc == 4)
+	if (strcmp(argv[1], "fifo") == 0 && argc >= 3 && argc <= 6)
+		return fifo(atoi(argv[2]), argc > 3 ? atoi(argv[3]) : 1, argc > 4 ? atol(argv[4]) : 0,
+		            argc > 5 && strcmp(argv[5], "shared") == 0 ? PTHREAD_PROCESS_SHARED
+		                                                       : PTHREAD_PROCESS_PRIVATE);
+	if (strcmp(argv[1], "wrap") == 0 && (argc == 4 || argc == 5)) {
+		hold_ns = argc == 5 ? atol(argv[4]) : 0;
 		return wrap(atoi(argv[2]), atol(argv[3]));
+	}
 	if (strcmp(argv[1], "hold") == 0 && argc == 4)
 		return hold(atoi(argv[2]), atol(argv[3]));
+	if (strcmp(argv[1], "progress") == 0 && argc == 4)
+		return progress(atoi(argv[2]), atol(argv[3]));
 	fprintf(stderr, "lockprobe: bad arguments\n");
 	return 2;
 }

@@ -4,14 +4,18 @@
  * keeps working.  Built with -rdynamic, so that reports name the functions
  * below as callers.
  *
- *   misuseprobe unlock          unlock of a lock no one holds, many times, two locks
- *   misuseprobe destroy         destroy of a held lock, then of one with a waiter
+ *   misuseprobe unlock          unlock of a lock no one holds, many times, three
+ *                               locks (the third process-shared, then free with
+ *                               a queue)
+ *   misuseprobe destroy         destroy of a held lock, then of one with a waiter,
+ *                               then of free ones (no report)
  *   misuseprobe flood N         N distinct locks each unlocked once too often
  *   misuseprobe foreign WORD    a lock word another implementation left free
  *   misuseprobe suspect WORD S  a waiter queues on a lock whose word is WORD;
  *                               S=1: then serve the tickets ahead of it (as
- *                               if their holders had unlocked) and check it
- *                               gets the lock; S=0: leave it waiting and exit
+ *                               if their waiters had taken and released the
+ *                               lock) and check it gets the lock; S=0: leave
+ *                               it waiting and exit
  *
  * stdout: "provider ...", then one line per check; exit status 0 when every
  * check held, 1 when one failed, 2 usage.
@@ -48,14 +52,14 @@ static uint32_t word_of(pthread_spinlock_t *lock)
 	return __atomic_load_n((uint32_t *)lock, __ATOMIC_ACQUIRE);
 }
 
+/* Waiters in the lock's queue (the holder has no ticket). */
 static unsigned tickets_in_line(pthread_spinlock_t *lock)
 {
-	uint32_t word = word_of(lock);
-
-	return ts_tickets_between(ts_serving(word), ts_next(word));
+	return ts_queued(word_of(lock));
 }
 
-pthread_spinlock_t probe_lock_a, probe_lock_b; /* exported (-rdynamic): reports name them */
+/* exported (-rdynamic): reports name them */
+pthread_spinlock_t probe_lock_a, probe_lock_b, probe_lock_c;
 static int counter;
 
 static void *hammer_a(void *arg)
@@ -119,6 +123,27 @@ static int mode_unlock(void)
 	rc = probe_unlock_unheld(&probe_lock_b);
 	printf("unlock of a second fresh lock: %s\n", rc == EPERM ? "EPERM" : strerror(rc));
 	CHECK(rc == EPERM, "second lock: %d", rc);
+
+	/* a process-shared lock: its mark is not a holder */
+	pthread_spin_init(&probe_lock_c, PTHREAD_PROCESS_SHARED);
+	before = word_of(&probe_lock_c);
+	rc = probe_unlock_unheld(&probe_lock_c);
+	printf("unlock of a fresh shared lock: %s, word 0x%08x -> 0x%08x\n",
+	       rc == EPERM ? "EPERM" : strerror(rc), before, word_of(&probe_lock_c));
+	CHECK(rc == EPERM, "shared lock: %d", rc);
+	CHECK(word_of(&probe_lock_c) == before, "word changed");
+	/*
+	 * Free, with a waiter in the queue about to take it (as between an
+	 * unlock and the head's take; no thread here): the lock byte is 0, so
+	 * no one holds it.
+	 */
+	before = TS_SHARED | 1u << TS_NEXT_SHIFT | TS_SLEEPERS;
+	__atomic_store_n((uint32_t *)&probe_lock_c, before, __ATOMIC_RELEASE);
+	rc = probe_unlock_unheld(&probe_lock_c);
+	printf("unlock of a free lock with a queue: %s, word 0x%08x -> 0x%08x\n",
+	       rc == EPERM ? "EPERM" : strerror(rc), before, word_of(&probe_lock_c));
+	CHECK(rc == EPERM, "free lock with a queue: %d", rc);
+	CHECK(word_of(&probe_lock_c) == before, "word changed");
 	return failures ? 1 : 0;
 }
 
@@ -130,7 +155,7 @@ NOINLINE int probe_destroy_held(pthread_spinlock_t *lock)
 	return rc;
 }
 
-pthread_spinlock_t probe_destroy_a, probe_destroy_b;
+pthread_spinlock_t probe_destroy_a, probe_destroy_b, probe_destroy_c;
 
 static void *wait_b(void *arg)
 {
@@ -162,14 +187,36 @@ static int mode_destroy(void)
 	pthread_spin_init(&probe_destroy_b, PTHREAD_PROCESS_PRIVATE);
 	pthread_spin_lock(&probe_destroy_b);
 	pthread_create(&tid, NULL, wait_b, NULL);
-	while (tickets_in_line(&probe_destroy_b) < 2)
+	while (tickets_in_line(&probe_destroy_b) < 1)
 		sched_yield();
 	rc = probe_destroy_held(&probe_destroy_b);
 	printf("destroy of a lock with a waiter: returned %d\n", rc);
 	CHECK(rc == 0, "returned %d", rc);
 	pthread_spin_unlock(&probe_destroy_b);
 	pthread_join(tid, NULL);
+	printf("lock with a waiter, after use: word 0x%08x\n", word_of(&probe_destroy_b));
 	CHECK(pthread_spin_destroy(&probe_destroy_b) == 0, "final destroy");
+
+	/*
+	 * Free locks are not reported (the test counts the reports): a
+	 * process-shared one after use, and one whose queue flags a past wait
+	 * left behind (the head's watch, its bypass count, a sleeper's mark).
+	 */
+	pthread_spin_init(&probe_destroy_c, PTHREAD_PROCESS_SHARED);
+	CHECK(pthread_spin_lock(&probe_destroy_c) == 0, "lock shared");
+	CHECK(pthread_spin_unlock(&probe_destroy_c) == 0, "unlock shared");
+	rc = probe_destroy_held(&probe_destroy_c);
+	printf("destroy of a free shared lock (word 0x%08x): returned %d\n",
+	       word_of(&probe_destroy_c), rc);
+	CHECK(rc == 0, "returned %d", rc);
+	__atomic_store_n((uint32_t *)&probe_destroy_c,
+	                 5u << TS_NEXT_SHIFT | 5u << TS_HEAD_SHIFT | TS_WATCHING | TS_SLEEPERS |
+	                         3u << TS_BYPASS_SHIFT,
+	                 __ATOMIC_RELEASE);
+	rc = probe_destroy_held(&probe_destroy_c);
+	printf("destroy of a free lock with flags left (word 0x%08x): returned %d\n",
+	       word_of(&probe_destroy_c), rc);
+	CHECK(rc == 0, "returned %d", rc);
 	return failures ? 1 : 0;
 }
 
@@ -205,13 +252,14 @@ NOINLINE void *probe_suspect_waiter(void *arg)
 static int mode_suspect(uint32_t word, int serve)
 {
 	pthread_t tid;
-	unsigned ahead = ts_tickets_between(ts_serving(word), ts_next(word));
+	unsigned ahead = ts_queued(word); /* every ticket in the queue is ahead of the waiter's */
+	uint32_t seen;
 
 	__atomic_store_n((uint32_t *)&probe_suspect_lock, word, __ATOMIC_RELEASE);
 	pthread_create(&tid, NULL, probe_suspect_waiter, NULL);
 	while (!__atomic_load_n(&suspect_started, __ATOMIC_ACQUIRE))
 		sched_yield();
-	usleep(300000); /* the waiter draws a ticket, maybe steps out of the line */
+	usleep(300000); /* the waiter draws a ticket, or waits outside a full queue */
 	printf("suspect word 0x%08x: %u tickets ahead of the waiter; after 0.3 s: %s\n", word,
 	       ahead, suspect_acquired ? "acquired" : "still waiting");
 	CHECK(!suspect_acquired, "the waiter got a lock that was not free");
@@ -221,13 +269,19 @@ static int mode_suspect(uint32_t word, int serve)
 	}
 	/*
 	 * Serve the phantom tickets ahead of the waiter at once, as if their
-	 * holders had all unlocked: "serving" := the waiter's ticket (the first
-	 * ticket after the phantoms).  A waiter still in line is then served; one
-	 * that stepped out of a long line (TICKET_QUEUE) finds the lock free.
-	 * Either way it must get the lock, without any help from us.
+	 * waiters had all taken the lock and released it: head := the waiter's
+	 * ticket (the first after the phantoms), lock byte := 0, whatever flags
+	 * the waiter set meanwhile.  A waiter in the queue is then at its head
+	 * with the lock free; one waiting outside a full queue finds room.
+	 * Either way it must get the lock, without any wake-up from us (a
+	 * sleeper's nap is bounded).
 	 */
-	__atomic_store_n(ts_serving_half((ts_word_t *)&probe_suspect_lock), ts_next(word),
-	                 __ATOMIC_RELEASE);
+	seen = word_of(&probe_suspect_lock);
+	while (!__atomic_compare_exchange_n((uint32_t *)&probe_suspect_lock, &seen,
+	                                    (seen & ~(TS_HEAD_FIELD | TS_LOCK_BYTE)) |
+	                                            (uint32_t)ts_next(word) << TS_HEAD_SHIFT,
+	                                    false, __ATOMIC_RELEASE, __ATOMIC_RELAXED))
+		;
 	pthread_join(tid, NULL);
 	printf("after serving the %u tickets ahead: %s, word 0x%08x\n", ahead,
 	       suspect_acquired ? "acquired" : "NOT acquired", word_of(&probe_suspect_lock));

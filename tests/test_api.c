@@ -21,7 +21,8 @@ Test(api, init_accepts_private_and_shared_only)
 	cr_assert_eq(word(&lock), 0, "init stores the unlocked word 0");
 	lock = 12345;
 	cr_assert_eq(pthread_spin_init(&lock, PTHREAD_PROCESS_SHARED), 0);
-	cr_assert_eq(word(&lock), 0);
+	cr_assert_eq(word(&lock), TS_SHARED, "a process-shared lock is marked: %#x", word(&lock));
+	cr_assert(ts_word_is_idle(word(&lock)));
 	lock = 12345;
 	cr_assert_eq(pthread_spin_init(&lock, 2), EINVAL);
 	cr_assert_eq(pthread_spin_init(&lock, -1), EINVAL);
@@ -60,7 +61,7 @@ Test(api, trylock_never_waits_and_never_leaves_a_ticket)
 	cr_assert_eq(pthread_spin_unlock(&lock), 0);
 }
 
-Test(api, lock_and_unlock_one_ticket_each)
+Test(api, uncontended_lock_and_unlock_draw_no_ticket)
 {
 	pthread_spinlock_t lock;
 
@@ -68,13 +69,43 @@ Test(api, lock_and_unlock_one_ticket_each)
 	pthread_spin_init(&lock, PTHREAD_PROCESS_PRIVATE);
 	for (int i = 0; i < 5; i++) {
 		cr_assert_eq(pthread_spin_lock(&lock), 0);
+		cr_assert_eq(word(&lock), TS_LOCKED, "held: the lock byte only, %#x", word(&lock));
 		cr_assert_eq(pthread_spin_unlock(&lock), 0);
+		/* No ticket drawn: the word is 0 again, as pthread_spin_init left it. */
+		cr_assert_eq(word(&lock), 0, "word %#x after unlock %d", word(&lock), i);
 	}
-	/* Five tickets drawn and five served: both halves moved by five steps. */
-	cr_assert_eq(word(&lock), 5u * TS_TICKET_STEP * 0x10001u, "word %#x", word(&lock));
+	for (int i = 0; i < 5; i++) {
+		cr_assert_eq(pthread_spin_trylock(&lock), 0);
+		cr_assert_eq(word(&lock), TS_LOCKED, "%#x", word(&lock));
+		cr_assert_eq(pthread_spin_unlock(&lock), 0);
+		cr_assert_eq(word(&lock), 0, "word %#x after trylock and unlock", word(&lock));
+	}
 }
 
-Test(api, a_word_glibc_initialised_is_taken_over)
+/* A process-shared lock keeps its mark through lock, trylock and unlock. */
+Test(api, process_shared_lock_keeps_its_mark)
+{
+	pthread_spinlock_t lock;
+
+	assert_ticketspin_provides_all();
+	cr_assert_eq(pthread_spin_init(&lock, PTHREAD_PROCESS_SHARED), 0);
+	for (int i = 0; i < 3; i++) {
+		cr_assert_eq(pthread_spin_lock(&lock), 0);
+		cr_assert_eq(word(&lock), TS_SHARED | TS_LOCKED, "%#x", word(&lock));
+		cr_assert_eq(pthread_spin_trylock(&lock), EBUSY);
+		cr_assert_eq(pthread_spin_unlock(&lock), 0);
+		cr_assert_eq(word(&lock), TS_SHARED, "%#x", word(&lock));
+		cr_assert_eq(pthread_spin_trylock(&lock), 0);
+		cr_assert_eq(pthread_spin_unlock(&lock), 0);
+		cr_assert_eq(word(&lock), TS_SHARED, "%#x", word(&lock));
+	}
+	cr_assert_eq(pthread_spin_unlock(&lock), EPERM, "unlock of a free shared lock");
+	cr_assert_eq(word(&lock), TS_SHARED, "%#x", word(&lock));
+	cr_assert_eq(pthread_spin_destroy(&lock), 0);
+}
+
+/* A hang here is a failure, not a stuck `make check`: hence the timeout. */
+Test(api, a_word_glibc_initialised_is_taken_over, .timeout = 10)
 {
 	pthread_spinlock_t lock = 1; /* glibc's unlocked value */
 

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 
 #include "options.h"
+#include "ticket_lock.h"
 #include "probe_run.h"
 
 static unsigned parse_with(const char *name, const char *value, struct ts_config *cfg)
@@ -31,6 +32,11 @@ Test(config, defaults)
 	cr_assert_null(cfg.stats);
 	cr_assert_eq(cfg.stats_top, 20);
 	cr_assert_eq(cfg.stall_ms, 1000);
+	/* not FIFO by default: stealing bounded by the most the word counts */
+	cr_assert_eq(cfg.bypass_max, TS_BYPASS_MAX);
+	cr_assert_eq(cfg.bypass_max, 63);
+	cr_assert_eq(cfg.queue_capacity, TS_QUEUE_CAPACITY);
+	cr_assert_eq(cfg.queue_capacity, 127);
 	cr_assert(!cfg.strict && !cfg.verbose);
 }
 
@@ -61,12 +67,23 @@ Test(config, good_values)
 	cr_assert_eq(cfg.wait, TS_WAIT_SPIN);
 	cr_assert_eq(parse_with("TICKET_SPIN", "77", &cfg), 0);
 	cr_assert_eq(cfg.spin_budget, 77);
+	/* TICKET_QUEUE=0: strict FIFO (no stealing), the queue's capacity left alone */
 	cr_assert_eq(parse_with("TICKET_QUEUE", "0", &cfg), 0);
-	cr_assert_eq(cfg.queue_max, 0);
+	cr_assert_eq(cfg.bypass_max, 0);
+	cr_assert_eq(cfg.queue_capacity, 127);
+	cr_assert_eq(parse_with("TICKET_QUEUE", "2", &cfg), 0);
+	cr_assert_eq(cfg.queue_capacity, 2);
+	cr_assert_eq(cfg.bypass_max, 63);
 	cr_assert_eq(parse_with("TICKET_QUEUE", "5", &cfg), 0);
-	cr_assert_eq(cfg.queue_max, 5);
-	cr_assert_eq(parse_with("TICKET_QUEUE", "16383", &cfg), 0);
-	cr_assert_eq(cfg.queue_max, 16383);
+	cr_assert_eq(cfg.queue_capacity, 5);
+	cr_assert_eq(parse_with("TICKET_QUEUE", "127", &cfg), 0);
+	cr_assert_eq(cfg.queue_capacity, 127);
+	cr_assert_eq(parse_with("TICKET_BYPASS", "0", &cfg), 0);
+	cr_assert_eq(cfg.bypass_max, 0);
+	cr_assert_eq(parse_with("TICKET_BYPASS", "1", &cfg), 0);
+	cr_assert_eq(cfg.bypass_max, 1);
+	cr_assert_eq(parse_with("TICKET_BYPASS", "63", &cfg), 0);
+	cr_assert_eq(cfg.bypass_max, 63);
 	cr_assert_eq(parse_with("TICKET_STALL_MS", "0", &cfg), 0);
 	cr_assert_eq(cfg.stall_ms, 0);
 	cr_assert_eq(parse_with("TICKET_STALL_MS", "86400000", &cfg), 0);
@@ -98,7 +115,9 @@ Test(config, bad_values_keep_the_default)
 		{ "TICKET_DELAY_TABLE", "hash" },  { "TICKET_DELAY_HASH_BITS", "7" },
 		{ "TICKET_DELAY_HASH_BITS", "-1" }, { "TICKET_WAIT", "sleep" },
 		{ "TICKET_SPIN", "0" },            { "TICKET_QUEUE", "1" },
-		{ "TICKET_QUEUE", "40000" },       { "TICKET_QUEUE", "16384" },
+		{ "TICKET_QUEUE", "40000" },       { "TICKET_QUEUE", "128" },
+		{ "TICKET_QUEUE", "-1" },          { "TICKET_BYPASS", "64" },
+		{ "TICKET_BYPASS", "-1" },         { "TICKET_BYPASS", "1x" },
 		{ "TICKET_STALL_MS", "-1" },       { "TICKET_STALL_MS", "86400001" },
 		{ "TICKET_STALL_MS", "1s" },       { "TICKET_STATS_TOP", "0" },
 		{ "TICKET_STRICT", "yes" },        { "TICKET_VERBOSE", "2" },
@@ -112,6 +131,26 @@ Test(config, bad_values_keep_the_default)
 		cr_assert(memcmp(&cfg, &defaults, sizeof(cfg)) == 0,
 		          "%s=%s changed the configuration", bad[i].name, bad[i].value);
 	}
+}
+
+/* TICKET_QUEUE=0 asks for strict FIFO: a TICKET_BYPASS beside it does not undo that. */
+Test(config, queue_zero_wins_over_bypass)
+{
+	struct ts_config cfg;
+
+	setenv("TICKET_QUEUE", "0", 1);
+	setenv("TICKET_BYPASS", "5", 1);
+	cr_assert_eq(ts_config_parse(&cfg), 0);
+	unsetenv("TICKET_QUEUE");
+	unsetenv("TICKET_BYPASS");
+	cr_assert_eq(cfg.bypass_max, 0);
+	setenv("TICKET_QUEUE", "4", 1);
+	setenv("TICKET_BYPASS", "5", 1);
+	cr_assert_eq(ts_config_parse(&cfg), 0);
+	unsetenv("TICKET_QUEUE");
+	unsetenv("TICKET_BYPASS");
+	cr_assert_eq(cfg.bypass_max, 5);
+	cr_assert_eq(cfg.queue_capacity, 4);
 }
 
 Test(config, min_above_max_reverts_both)
@@ -140,6 +179,19 @@ Test(config, bad_value_gets_one_stderr_line_and_the_program_runs)
 	cr_assert_str_eq(r.err, "ticketspin: TICKET_DELAY='fast' is not valid: accepted: off, "
 	                        "auto, series, or a fixed factor 1..100000; keeping the default\n");
 	cr_assert_null(strstr(r.out, "ticketspin: "), "stdout must stay clean: %s", r.out);
+}
+
+Test(config, the_queue_variables_name_what_they_accept)
+{
+	struct probe_result r;
+
+	run_probe(&r, (const char *const[]){ "TICKET_QUEUE=200", "TICKET_BYPASS=64", NULL });
+	assert_probe_provider(&r);
+	cr_assert_eq(r.status, 0);
+	cr_assert_str_eq(r.err, "ticketspin: TICKET_QUEUE='200' is not valid: accepted: 0 (strict "
+	                        "FIFO) or an integer 2..127; keeping the default\n"
+	                        "ticketspin: TICKET_BYPASS='64' is not valid: accepted: 0 (strict "
+	                        "FIFO) or an integer 1..63; keeping the default\n");
 }
 
 Test(config, strict_makes_a_bad_value_fatal_before_main)
@@ -174,6 +226,7 @@ Test(config, verbose_reports_the_effective_settings_once)
 	cr_assert_eq(r.status, 0);
 	cr_assert(strstr(r.err, "ticketspin: delay=fixed factor=250 ") != NULL, "%s", r.err);
 	cr_assert(strstr(r.err, " table=single ") != NULL, "%s", r.err);
+	cr_assert(strstr(r.err, " bypass=63 queue=127 ") != NULL, "%s", r.err);
 	cr_assert_eq(strchr(r.err, '\n'), r.err + strlen(r.err) - 1, "one line: %s", r.err);
 	cr_assert_null(strstr(r.out, "ticketspin: "));
 }

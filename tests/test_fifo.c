@@ -1,5 +1,7 @@
 /* FIFO: waiters that drew their tickets in a known order get the lock in that
- * order, whatever the backoff and the waiting policy (the queue bound off). */
+ * order, whatever the backoff and the waiting policy, in strict FIFO
+ * (TICKET_QUEUE=0, or TICKET_BYPASS=0, or a process-shared lock).  The default
+ * is not FIFO: there, every thread must still get the lock. */
 #include "modes.h"
 #include "probe_run.h"
 
@@ -21,3 +23,46 @@
 	}
 
 FOR_EACH_MODE(FIFO_TEST)
+
+static void fifo_run(const char *const *env, const char *const *args)
+{
+	struct probe_result r;
+
+	probe_run(&r, env, args, 60);
+	assert_probe_provider(&r);
+	cr_assert_eq(r.status, 0, "grant order not FIFO:\n%s%s", r.out, r.err);
+	cr_assert(strstr(r.out, "order 0 1 2 3 4 5\n") != NULL, "%s", r.out);
+}
+
+/* TICKET_BYPASS=0 asks for strict FIFO too. */
+Test(fifo, bypass_zero)
+{
+	fifo_run(MODE_ENV("TICKET_BYPASS=0"),
+	         (const char *const[]){ LOCKPROBE, "fifo", "6", "3", "2000", NULL });
+}
+
+/* A process-shared lock is FIFO whatever the environment: no one steals it. */
+Test(fifo, process_shared_lock_in_the_default_mode)
+{
+	fifo_run(MODE_ENV("TICKET_DELAY="),
+	         (const char *const[]){ LOCKPROBE, "fifo", "6", "3", "2000", "shared", NULL });
+}
+
+/*
+ * The default mode steals (no order promised), but every thread gets the
+ * lock: 8 threads on one lock for 300 ms, each must have acquired it.
+ */
+#define PROGRESS_TEST(name, env)                                                        \
+	Test(fifo, every_thread_progresses_by_default_##name)                           \
+	{                                                                               \
+		struct probe_result r;                                                  \
+		probe_run(&r, env, (const char *const[]){ LOCKPROBE, "progress", "8", "300", \
+		                                          NULL }, 60);                  \
+		assert_probe_provider(&r);                                              \
+		cr_assert_eq(r.status, 0, "a thread never got the lock:\n%s%s", r.out, r.err); \
+		cr_assert(strstr(r.out, "progress threads 8 min ") != NULL, "%s", r.out); \
+	}
+
+PROGRESS_TEST(defaults, MODE_ENV("TICKET_DELAY="))
+PROGRESS_TEST(off_spin, MODE_ENV("TICKET_DELAY=off", "TICKET_WAIT=spin"))
+PROGRESS_TEST(auto_yield, MODE_ENV("TICKET_WAIT=yield"))

@@ -34,7 +34,11 @@ static void run_probe(struct probe_result *r, const char *const *env, const char
 	             r->err);
 }
 
-/* One unlock too many: EPERM, word unchanged, one line per lock, still works. */
+/*
+ * One unlock too many (the lock byte is 0): EPERM, word unchanged, one line
+ * per lock, still works; also for a process-shared lock (its mark is no
+ * holder) and for a free lock with waiters queued.
+ */
 Test(misuse, unlock_of_unheld_lock)
 {
 	struct probe_result r;
@@ -44,24 +48,38 @@ Test(misuse, unlock_of_unheld_lock)
 	          "%s", r.out);
 	cr_assert(strstr(r.out, "1000 of 1000 returned EPERM"), "%s", r.out);
 	cr_assert(strstr(r.out, "counter 80000"), "%s", r.out);
-	cr_assert_eq(count_lines(r.err, "pthread_spin_unlock("), 2,
-	             "expected one report per lock (2 locks, 1001 + 1 misuses):\n%s", r.err);
-	cr_assert_eq(count_lines(r.err, "ticketspin: misuse: "), 2, "%s", r.err);
+	cr_assert(strstr(r.out, "unlock of a fresh shared lock: EPERM, word 0x80000000 -> "
+	                        "0x80000000"), "%s", r.out);
+	cr_assert(strstr(r.out, "unlock of a free lock with a queue: EPERM, word 0x81008000 -> "
+	                        "0x81008000"), "%s", r.out);
+	cr_assert_eq(count_lines(r.err, "pthread_spin_unlock("), 3,
+	             "expected one report per lock (3 locks, 1001 + 1 + 2 misuses):\n%s", r.err);
+	cr_assert_eq(count_lines(r.err, "ticketspin: misuse: "), 3, "%s", r.err);
 	cr_assert_eq(count_lines(r.err, "probe_lock_a"), 1, "lock not named:\n%s", r.err);
 	cr_assert_eq(count_lines(r.err, "probe_lock_b"), 1, "lock not named:\n%s", r.err);
-	cr_assert_eq(count_lines(r.err, "called from 0x"), 2, "%s", r.err);
-	cr_assert_eq(count_lines(r.err, "probe_unlock_unheld+0x"), 2, "caller not named:\n%s",
+	cr_assert_eq(count_lines(r.err, "probe_lock_c"), 1, "lock not named:\n%s", r.err);
+	cr_assert_eq(count_lines(r.err, "called from 0x"), 3, "%s", r.err);
+	cr_assert_eq(count_lines(r.err, "probe_unlock_unheld+0x"), 3, "caller not named:\n%s",
 	             r.err);
-	cr_assert_eq(count_lines(r.err, "returned EPERM, lock left unchanged"), 2, "%s", r.err);
+	cr_assert_eq(count_lines(r.err, "returned EPERM, lock left unchanged"), 3, "%s", r.err);
 }
 
-/* Destroy of a held lock: reported, returns 0, the word is untouched. */
+/*
+ * Destroy of a held lock: reported, returns 0, the word is untouched.  A free
+ * lock is not reported, whatever flags a past wait or pthread_spin_init()
+ * left in its word (the probe destroys two such: probe_destroy_c).
+ */
 Test(misuse, destroy_of_held_lock)
 {
 	struct probe_result r;
 
 	run_probe(&r, NULL, "destroy", NULL, NULL);
 	cr_assert(strstr(r.out, "destroy of a held lock: returned 0, word "), "%s", r.out);
+	cr_assert(strstr(r.out, "destroy of a free shared lock (word 0x80000000): returned 0"),
+	          "%s", r.out);
+	cr_assert(strstr(r.out, "destroy of a free lock with flags left (word 0x0505c300): "
+	                        "returned 0"), "%s", r.out);
+	cr_assert_eq(count_lines(r.err, "probe_destroy_c"), 0, "a free lock reported:\n%s", r.err);
 	cr_assert_eq(count_lines(r.err, "pthread_spin_destroy("), 2, "%s", r.err);
 	cr_assert_eq(count_lines(r.err, "probe_destroy_a"), 1, "%s", r.err);
 	cr_assert_eq(count_lines(r.err, ", 0 threads waiting); returned 0"), 1, "%s", r.err);
@@ -83,49 +101,117 @@ Test(misuse, reports_are_rate_limited)
 	             "the last report should count the suppressed ones:\n%s", r.err);
 }
 
+/* Threads on the whole system, as misuse.c counts them (/proc/loadavg); 0: unknown. */
+static unsigned system_threads(void)
+{
+	char buf[128] = "";
+	FILE *f = fopen("/proc/loadavg", "r");
+	const char *slash;
+
+	if (f == NULL)
+		return 0;
+	if (fgets(buf, sizeof(buf), f) == NULL)
+		buf[0] = '\0';
+	fclose(f);
+	slash = strchr(buf, '/');
+	return slash != NULL ? (unsigned)strtoul(slash + 1, NULL, 10) : 0;
+}
+
+/*
+ * The waiter on a suspect word keeps its place: it does not get the lock
+ * while the phantom tickets ahead are not served, and (@serve "1") gets it
+ * once they are.  Returns the tickets ahead, as the probe computed them from
+ * the layout in ticket_lock.h.
+ */
+static unsigned suspect_waits(struct probe_result *r, const char *const *env, const char *word,
+                              const char *serve)
+{
+	const char *line;
+	unsigned ahead;
+
+	run_probe(r, env, "suspect", word, serve);
+	line = strstr(r->out, "tickets ahead of the waiter");
+	cr_assert(line != NULL, "%s", r->out);
+	while (line > r->out && line[-1] != ':')
+		line--;
+	ahead = (unsigned)strtoul(line, NULL, 10);
+	cr_assert(ahead > 64, "%s", r->out);
+	cr_assert(strstr(r->out, "still waiting"), "%s", r->out);
+	if (serve[0] == '1')
+		cr_assert(strstr(r->out, ": acquired"), "%s", r->out);
+	return ahead;
+}
+
+/* ... and the word is reported, once, naming the lock and the caller. */
 static void suspect(const char *const *env, const char *word, const char *serve)
 {
 	struct probe_result r;
 	char needle[64];
-	const char *line;
-	unsigned ahead = 0;
+	unsigned ahead = suspect_waits(&r, env, word, serve);
+	unsigned threads = system_threads();
 
-	run_probe(&r, env, "suspect", word, serve);
-	/* the probe computes the tickets ahead from the layout in ticket_lock.h */
-	line = strstr(r.out, "tickets ahead of the waiter");
-	cr_assert(line != NULL, "%s", r.out);
-	while (line > r.out && line[-1] != ':')
-		line--;
-	ahead = (unsigned)strtoul(line, NULL, 10);
-	cr_assert(ahead > 64, "%s", r.out);
+	/*
+	 * misuse.c reports a word only when the tickets ahead outnumber the
+	 * threads on the system; a queue holds at most TS_QUEUE_CAPACITY - 1
+	 * tickets ahead of a new one.
+	 */
+	cr_assert(threads != 0 && ahead > threads,
+	          "a waiter can have at most %u tickets ahead of it, and this system runs %u "
+	          "threads: the suspect-word report (ahead > threads) cannot fire here",
+	          ahead, threads);
 	snprintf(needle, sizeof(needle), " %u tickets ahead of ours", ahead);
 	cr_assert_eq(count_lines(r.err, "is not a valid ticket lock"), 1, "%s", r.err);
 	cr_assert_eq(count_lines(r.err, needle), 1, "%s", r.err);
 	cr_assert_eq(count_lines(r.err, "probe_suspect_lock"), 1, "lock not named:\n%s", r.err);
 	cr_assert_eq(count_lines(r.err, "probe_suspect_waiter+0x"), 1, "caller not named:\n%s",
 	             r.err);
-	cr_assert(strstr(r.out, "still waiting"), "%s", r.out);
-	if (serve[0] == '1')
-		cr_assert(strstr(r.out, ": acquired"), "%s", r.out);
 }
 
 /*
- * A garbage word (0xdeadbeef: thousands of tickets ahead) is reported once,
- * and the waiter keeps its place: when the probe serves the phantom tickets
- * (as if their holders unlocked), it gets the lock, in every waiting policy
- * that does not sleep on the futex (a parked waiter is woken only by a real
- * predecessor; there is none).
+ * A garbage word: held (TS_LOCKED), with 126 phantom tickets in the queue (head 0, next
+ * 126: the most a waiter can find ahead of it, the queue holding 127), is
+ * reported once, and the waiter keeps its place: when the probe serves the
+ * phantom tickets, it gets the lock, in every waiting policy (a sleeper's nap
+ * is bounded: it finds itself at the head when it wakes).
  */
-#define SUSPECT_TESTS(name, env) \
-	Test(misuse, suspect_word_##name) { suspect(env, "0xdeadbeef", "1"); }
-SUSPECT_TESTS(default, NULL) /* the queue bound: the waiter steps out of the line */
+#define SUSPECT_WORD "0x7e000010"
+#define SUSPECT_TESTS(name, env)                                                        \
+	Test(misuse, suspect_word_waiter_keeps_its_place_##name)                        \
+	{                                                                               \
+		struct probe_result r;                                                  \
+		suspect_waits(&r, env, SUSPECT_WORD, "1");                              \
+	}
+SUSPECT_TESTS(default, NULL) /* the waiter sleeps behind the phantom head */
 SUSPECT_TESTS(off_spin, MODE_ENV("TICKET_DELAY=off", "TICKET_WAIT=spin", "TICKET_QUEUE=0"))
 SUSPECT_TESTS(auto_yield, MODE_ENV("TICKET_WAIT=yield", "TICKET_QUEUE=0"))
+SUSPECT_TESTS(park, MODE_ENV("TICKET_WAIT=park", "TICKET_SPIN=1", "TICKET_QUEUE=0"))
 
-/* A byte lock's "locked" (0x100): thousands of tickets ahead; parked, it never gets in. */
-Test(misuse, suspect_word_byte_lock_parked)
+Test(misuse, suspect_word_is_reported)
 {
-	suspect(MODE_ENV("TICKET_WAIT=park", "TICKET_SPIN=1", "TICKET_QUEUE=0"), "0x100", "0");
+	suspect(MODE_ENV("TICKET_WAIT=yield", "TICKET_QUEUE=0"), SUSPECT_WORD, "1");
+}
+
+/* Parked behind the phantoms, never served: reported all the same. */
+Test(misuse, suspect_word_is_reported_parked)
+{
+	suspect(MODE_ENV("TICKET_WAIT=park", "TICKET_SPIN=1", "TICKET_QUEUE=0"), SUSPECT_WORD, "0");
+}
+
+/*
+ * Words with at most 64 tickets in the queue are never questioned (the
+ * cheap bound): 0xdeadbeef has 49 in its queue and is marked process-shared
+ * (bit 31), so no one steals it; the waiter keeps its place and gets the
+ * lock when served, unreported.
+ */
+Test(misuse, short_queue_word_is_not_questioned)
+{
+	struct probe_result r;
+
+	run_probe(&r, MODE_ENV("TICKET_WAIT=yield"), "suspect", "0xdeadbeef", "1");
+	cr_assert(strstr(r.out, "suspect word 0xdeadbeef: 49 tickets ahead of the waiter; after "
+	                        "0.3 s: still waiting"), "%s", r.out);
+	cr_assert(strstr(r.out, ": acquired"), "%s", r.out);
+	cr_assert_eq(count_lines(r.err, "is not a valid ticket lock"), 0, "%s", r.err);
 }
 
 /* glibc's unlocked value (1): the first lock takes it, the lock works, no report. */
@@ -133,7 +219,10 @@ Test(misuse, glibc_unlocked_word_works)
 {
 	struct probe_result r;
 
-	run_probe(&r, NULL, "foreign", "1", NULL);
+	/* the probe takes milliseconds: a hang fails in 10 s, not the usual 60 */
+	probe_run(&r, NULL, (const char *const[]){ MISUSEPROBE, "foreign", "1", NULL }, 10);
+	assert_probe_provider(&r);
+	cr_assert_eq(r.status, 0, "misuseprobe foreign: status %d\n%s%s", r.status, r.out, r.err);
 	cr_assert(strstr(r.out, "word 0x00000001: lock returned 0, unlock 0, trylock 0, unlock 0"),
 	          "%s", r.out);
 	cr_assert_eq(count_lines(r.err, "ticketspin:"), 0, "%s", r.err);

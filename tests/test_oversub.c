@@ -38,12 +38,42 @@ Test(oversub, yield_16_threads)
 	hammer((const char *const[]){ "TICKET_WAIT=yield", NULL }, "16", "20000", "0", &r);
 }
 
-Test(oversub, park_unbounded_line_16_threads)
+Test(oversub, park_strict_fifo_16_threads)
 {
 	struct probe_result r;
 
 	hammer((const char *const[]){ "TICKET_WAIT=park", "TICKET_QUEUE=0", NULL }, "16", "5000",
 	       "0", &r);
+}
+
+/*
+ * More threads than the queue holds (TICKET_QUEUE=2): the others wait
+ * outside it, and every one of them still gets the lock its N times (the
+ * probe checks the exact count).
+ */
+Test(oversub, more_threads_than_the_queue_holds)
+{
+	struct probe_result r;
+
+	hammer((const char *const[]){ "TICKET_WAIT=park", "TICKET_QUEUE=2", NULL }, "12", "5000",
+	       "0", &r);
+	hammer((const char *const[]){ "TICKET_WAIT=yield", "TICKET_QUEUE=3", NULL }, "12", "5000",
+	       "0", &r);
+}
+
+/*
+ * Oversubscribed, in the default mode, for a fixed time: every one of 16
+ * threads on one lock gets it (a count above 0 each; lockprobe prints the
+ * counts), so a waiter that lost its CPU does not keep the others out.
+ */
+Test(oversub, every_thread_progresses_16_threads)
+{
+	struct probe_result r;
+
+	probe_run(&r, (const char *const[]){ "TICKET_WAIT=", NULL },
+	          (const char *const[]){ LOCKPROBE, "progress", "16", "500", NULL }, 60);
+	assert_probe_provider(&r);
+	cr_assert_eq(r.status, 0, "a thread never got the lock:\n%s%s", r.out, r.err);
 }
 
 Test(oversub, plain_reference_still_finishes)
@@ -79,10 +109,11 @@ static long parks_reported(const char *err)
 }
 
 /*
- * Waiters park after one pause without progress, with the line unbounded so
- * that they park holding tickets: each round, six waiters queue behind the
- * holder, which lingers 2 ms so they fall asleep, then unlocks; every one of
- * them must be woken in turn.  A lost wake-up hangs the run.
+ * Waiters park after one pause without progress, in strict FIFO so that
+ * they park holding tickets in order: each round, six waiters queue behind
+ * the holder, which lingers 2 ms so they fall asleep, then unlocks; every one
+ * of them must be woken in turn (the probe checks the order).  A lost
+ * wake-up stalls the run for the nap each time (test_wakeup counts them).
  */
 Test(oversub, no_parked_waiter_left_asleep)
 {

@@ -31,11 +31,11 @@ static void pshared(const char *const *env, const char *procs, const char *threa
 
 FOR_EACH_MODE(PSHARED_TESTS)
 
-static void park_check(const char *procs, const char *threads)
+static void park_check(const char *const *env, const char *procs, const char *threads)
 {
 	struct probe_result r;
 
-	probe_run(&r, MODE_ENV("TICKET_WAIT=park", "TICKET_SPIN=1", "TICKET_QUEUE=0"),
+	probe_run(&r, env,
 	          (const char *const[]){ SPINSTRESS, "-P", "-p", procs, "-t", threads, "-n", "300",
 	                                 "-w", "50", NULL }, 60);
 	assert_probe_provider(&r);
@@ -46,12 +46,24 @@ static void park_check(const char *procs, const char *threads)
 	cr_assert(strstr(r.out, "park-check"), "%s", r.out);
 }
 
+#define STRICT_PARK MODE_ENV("TICKET_WAIT=park", "TICKET_SPIN=1", "TICKET_QUEUE=0")
+
 Test(pshared, parked_in_two_processes_all_woken)
 {
-	park_check("2", "3");
+	park_check(STRICT_PARK, "2", "3");
 }
 
 Test(pshared, parked_in_four_processes_all_woken)
 {
-	park_check("4", "2");
+	park_check(STRICT_PARK, "4", "2");
+}
+
+/*
+ * Without TICKET_QUEUE=0: a process-shared lock is strict FIFO all the same
+ * (no one steals it), and its waiters sleep on the word, where the other
+ * processes' unlocks wake them.
+ */
+Test(pshared, parked_in_the_default_mode_all_woken)
+{
+	park_check(MODE_ENV("TICKET_WAIT=park", "TICKET_SPIN=1"), "2", "3");
 }

@@ -29,18 +29,28 @@ Test(stall, waiters_of_a_long_held_lock_sleep)
 {
 	struct probe_result r;
 
-	/* One waiter in line (next), two outside the bounded line. */
-	hold_run(&r, (const char *const[]){ "TICKET_WAIT=", "TICKET_QUEUE=2", NULL }, "3", "1500");
+	/* Two waiters in the queue (TICKET_QUEUE=2: the head and one behind), two outside it. */
+	hold_run(&r, (const char *const[]){ "TICKET_WAIT=", "TICKET_QUEUE=2", NULL }, "4", "1500");
 	cr_assert_lt(cpu_ms_of(&r), 300, "waiters burned CPU while the lock was held:\n%s%s",
 	             r.out, r.err);
 }
 
-Test(stall, waiters_in_an_unbounded_line_sleep)
+Test(stall, waiters_in_strict_fifo_sleep)
 {
 	struct probe_result r;
 
-	/* Strict FIFO: all four hold tickets; the far ones sleep on the lock word. */
+	/* Strict FIFO: all four hold tickets; the head and those behind it sleep. */
 	hold_run(&r, (const char *const[]){ "TICKET_WAIT=", "TICKET_QUEUE=0", NULL }, "4", "1500");
+	cr_assert_lt(cpu_ms_of(&r), 300, "waiters burned CPU while the lock was held:\n%s%s",
+	             r.out, r.err);
+}
+
+Test(stall, waiters_in_the_default_mode_sleep)
+{
+	struct probe_result r;
+
+	/* The default: the head watches, then sleeps; those behind it sleep at once. */
+	hold_run(&r, (const char *const[]){ "TICKET_WAIT=", NULL }, "4", "1500");
 	cr_assert_lt(cpu_ms_of(&r), 300, "waiters burned CPU while the lock was held:\n%s%s",
 	             r.out, r.err);
 }
@@ -61,14 +71,29 @@ Test(stall, each_waiter_reports_once_and_keeps_waiting)
 	cr_assert_not_null(strstr(r.err, "still waiting (TICKET_STALL_MS=200)"), "%s", r.err);
 }
 
-Test(stall, outsiders_report_too)
+/* The default mode: the waiters behind the head (asleep at once) report too. */
+Test(stall, each_waiter_reports_once_in_the_default_mode)
 {
 	struct probe_result r;
 
-	hold_run(&r, (const char *const[]){ "TICKET_STALL_MS=200", "TICKET_QUEUE=2", NULL }, "3",
+	hold_run(&r, (const char *const[]){ "TICKET_STALL_MS=200", "TICKET_QUEUE=", NULL }, "3",
 	         "1500");
-	cr_assert_eq(count_occurrences(r.err, "ticketspin: stall: "), 3, "%s", r.err);
+	cr_assert_eq(count_occurrences(r.err, "ticketspin: stall: "), 3,
+	             "expected one report per waiter:\n%s", r.err);
+	cr_assert_not_null(strstr(r.err, "1 ticket ahead"), "%s", r.err);
+	cr_assert_not_null(strstr(r.err, "3 tickets ahead"), "%s", r.err);
+}
+
+/* Waiters outside a full queue (TICKET_QUEUE=2: two in it, two outside) report too. */
+Test(stall, waiters_outside_the_queue_report_too)
+{
+	struct probe_result r;
+
+	hold_run(&r, (const char *const[]){ "TICKET_STALL_MS=200", "TICKET_QUEUE=2", NULL }, "4",
+	         "1500");
+	cr_assert_eq(count_occurrences(r.err, "ticketspin: stall: "), 4, "%s", r.err);
 	cr_assert_eq(count_occurrences(r.err, "outside a full line"), 2, "%s", r.err);
+	cr_assert_not_null(strstr(r.err, "(2 tickets in line, "), "%s", r.err);
 }
 
 Test(stall, zero_turns_the_report_off)

@@ -1,7 +1,8 @@
 /*
  * TICKET_STATS.  First the merge, through the core linked in: synthetic
  * contended acquisitions recorded from several threads, with ticket numbers
- * that wrap, and the report they give.  Then a known contended program
+ * that wrap (the queue's 7-bit tickets: a space of 128), and the report they
+ * give.  Then a known contended program
  * (contended.c) under the preload: the call site, the counts, no rows
  * without contention, the file, TICKET_STATS_TOP, and _exit.
  */
@@ -20,11 +21,11 @@
 struct event {
 	int thread;          /* which recording thread */
 	const void *lock;
-	uint64_t k;          /* the acquisition's number: ticket = k x TS_TICKET_STEP */
+	uint64_t k;          /* the ticket's number: ticket = k mod the ticket space */
 	const void *caller;
 	uint16_t ahead;
 	uint32_t polls, delay;
-	uint32_t borrowed;   /* 1: a borrowed turn, its ticket meaningless; 2: pthread_spin_init */
+	uint32_t borrowed;   /* 1: taken with no ticket (stolen), k meaningless; 2: pthread_spin_init */
 	int at_once;         /* 1: served at the first look, then released; 2: never released */
 };
 
@@ -51,8 +52,8 @@ static void *recorder(void *arg)
 		if (events[i].borrowed == 2)
 			ts_stats_init(events[i].lock);
 		else
-			ts_stats_record(events[i].lock, (uint16_t)(events[i].k * TS_TICKET_STEP), events[i].caller, &w,
-		                events[i].delay);
+			ts_stats_record(events[i].lock, (uint16_t)(events[i].k & TS_TICKET_MASK),
+			                events[i].caller, &w, events[i].delay);
 		if (events[i].at_once != 2)
 			ts_stats_after_unlock(); /* what pthread_spin_unlock() calls */
 		__atomic_store_n(&turn, i + 1, __ATOMIC_RELEASE);
@@ -158,14 +159,14 @@ Test(stats_merge, one_thread_across_the_ticket_wrap)
 	long n;
 
 	events = ev;
-	/* acquisitions 5000..95000, one in 1000 contended: the tickets wrap twice */
-	for (uint64_t k = 5000; k <= 95000; k += 1000)
+	/* tickets 500..9500, one in 100 recorded: the 7-bit tickets wrap 74 times */
+	for (uint64_t k = 500; k <= 9500; k += 100)
 		add(0, &lock_a, k, (const char *)&getpid + 3);
 	record_all(1);
 	char *text = report(20, &n);
 	cr_assert_eq(n, 1, "%s", text);
 	cr_assert(row_of(text, &lock_a, &row), "%s", text);
-	cr_assert_eq(row.total, 90001, "%s", text);
+	cr_assert_eq(row.total, 9001, "%s", text);
 	cr_assert_eq(row.contended, 91);
 	cr_assert_eq(row.threads, 1);
 	cr_assert_eq(row.yields, 91);
@@ -181,22 +182,21 @@ Test(stats_merge, threads_that_overlap_leave_gaps_and_exit)
 
 	events = ev;
 	/*
-	 * Thread 0 alone from 0 to 8000; threads 1 and 2 alternate from 12000
-	 * to 90000 (a gap of 4000 unobserved acquisitions before); thread 0
-	 * again at 100000, after a gap of 10000 and 92000 after its own
-	 * previous one (the ticket space is 16384).  Every thread has exited
-	 * when the report is made.
+	 * Thread 0 alone from 0 to 80; threads 1 and 2 alternate from 120 to
+	 * 900 (a gap of 40 unobserved tickets before); thread 0 again at 1000,
+	 * after a gap of 100 and 920 after its own previous one (the ticket
+	 * space is 128).  Every thread has exited when the report is made.
 	 */
-	for (uint64_t k = 0; k <= 8000; k += 500)
+	for (uint64_t k = 0; k <= 80; k += 5)
 		add(0, &lock_a, k, &lock_b);
-	for (uint64_t k = 12000; k <= 90000; k += 300)
-		add(1 + (int)(k / 300) % 2, &lock_a, k, (k / 300) % 3 == 0 ? &lock_c : &lock_b);
-	add(0, &lock_a, 100000, &lock_b);
+	for (uint64_t k = 120; k <= 900; k += 3)
+		add(1 + (int)(k / 3) % 2, &lock_a, k, (k / 3) % 3 == 0 ? &lock_c : &lock_b);
+	add(0, &lock_a, 1000, &lock_b);
 	record_all(3);
 	char *text = report(20, &n);
 	cr_assert_eq(n, 1, "%s", text);
 	cr_assert(row_of(text, &lock_a, &row), "%s", text);
-	cr_assert_eq(row.total, 100001, "%s", text);
+	cr_assert_eq(row.total, 1001, "%s", text);
 	cr_assert_eq(row.contended, 17 + 261 + 1);
 	cr_assert_eq(row.threads, 3);
 	/* the top call site: &lock_b, 192 of 279; no symbol, so object+offset */
@@ -204,7 +204,11 @@ Test(stats_merge, threads_that_overlap_leave_gaps_and_exit)
 	          "site: %s", row.site);
 }
 
-Test(stats_merge, borrowed_turns_count_apart)
+/*
+ * Acquisitions taken with no ticket (stolen, or by a waiter that gave its
+ * ticket back: "borrows") count apart, and are added to the total.
+ */
+Test(stats_merge, acquisitions_without_a_ticket_count_apart)
 {
 	struct event ev[32];
 	struct row row;
@@ -213,8 +217,8 @@ Test(stats_merge, borrowed_turns_count_apart)
 	events = ev;
 	for (uint64_t k = 0; k <= 100; k += 10) {
 		add(0, &lock_a, k, NULL);
-		if (k % 40 == 0) { /* borrowed: its ticket must not count */
-			add(1, &lock_a, 9000 + k, NULL);
+		if (k % 40 == 0) { /* stolen: its "ticket" (0, or given back) must not count */
+			add(1, &lock_a, 90 + k, NULL);
 			events[nevents - 1].borrowed = 1;
 		}
 	}
@@ -301,13 +305,13 @@ Test(stats_merge, served_at_once_waits_none_and_still_counts)
 	events = ev;
 	/*
 	 * Thread 0 waited (its records carry a time, the observations behind the
-	 * total, across two ticket wraps); thread 1 was served at its first
-	 * look in between: counted, timed as no wait, but no observation.
+	 * total, across 14 ticket wraps); thread 1 was served at its first look
+	 * in between: counted, timed as no wait, but no observation.
 	 */
-	for (uint64_t k = 5000; k <= 95000; k += 5000) {
+	for (uint64_t k = 500; k <= 2300; k += 100) {
 		add(0, &lock_a, k, NULL);
-		if (k < 95000) {
-			add(1, &lock_a, k + 2500, NULL);
+		if (k < 2300) {
+			add(1, &lock_a, k + 50, NULL);
 			events[nevents - 1].at_once = 1;
 			events[nevents - 1].ahead = 0;
 		}
@@ -320,7 +324,7 @@ Test(stats_merge, served_at_once_waits_none_and_still_counts)
 	cr_assert_eq(n, 2, "%s", text);
 	cr_assert(row_of(text, &lock_a, &row), "%s", text);
 	cr_assert_eq(row.contended, 19 + 18, "%s", text);
-	cr_assert_eq(row.total, 90001, "%s", text);
+	cr_assert_eq(row.total, 1801, "%s", text);
 	/* thread 0's waits are not timed here (no begin): the timed ones are thread 1's, of none */
 	cr_assert(row.wait_max == 0 && row.wait_mean == 0 && row.wait_total_ms == 0, "%s", text);
 	cr_assert(row_of(text, &lock_b, &row), "%s", text);

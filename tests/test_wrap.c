@@ -1,7 +1,18 @@
-/* The 14-bit tickets wrap: more than 65,536 acquisitions, with threads waiting
- * across the wrap (the lock starts six tickets before it). */
+/* The 7-bit queue tickets wrap: three threads queue for a held lock whose
+ * queue starts two tickets before the wrap (tickets 126, 127, 0), then
+ * contend for it, lock and trylock mixed; every acquisition is counted, a
+ * holder sees the queue span the wrap, and the queue ends empty. */
 #include "modes.h"
 #include "probe_run.h"
+
+/* "spans N" from lockprobe wrap: holders that saw tickets queued across the wrap. */
+static long wraps_of(const struct probe_result *r)
+{
+	const char *line = strstr(r->out, "spans ");
+
+	cr_assert_not_null(line, "no spans line:\n%s", r->out);
+	return strtol(line + 6, NULL, 10);
+}
 
 #define WRAP_TEST(name, env)                                                              \
 	Test(wrap, name)                                                                  \
@@ -11,12 +22,22 @@
 		                                          NULL }, 120);                   \
 		assert_probe_provider(&r);                                                \
 		cr_assert_eq(r.status, 0, "%s%s", r.out, r.err);                          \
-		cr_assert(strstr(r.out, "acquisitions 90000 expected 90000") != NULL,     \
+		cr_assert(strstr(r.out, "acquisitions 90003 expected 90003") != NULL,     \
 		          "%s", r.out);                                                   \
+		cr_assert_geq(wraps_of(&r), 1, "no queue across the wrap: the test proved " \
+		              "nothing\n%s", r.out);                                      \
 	}
 
 FOR_EACH_MODE(WRAP_TEST)
 
+/* Strict FIFO: every contended acquisition goes through the queue. */
+WRAP_TEST(strict_fifo, MODE_ENV("TICKET_QUEUE=0"))
+
+/*
+ * Alone, a thread never queues: no ticket is drawn, and its first steal
+ * from the (empty) queue restarts it at 0: the idle lock is the all-zero
+ * word the fast path takes.
+ */
 Test(wrap, single_thread_round_trip_returns_to_the_same_word)
 {
 	struct probe_result r;
@@ -24,4 +45,5 @@ Test(wrap, single_thread_round_trip_returns_to_the_same_word)
 	probe_run(&r, NULL, (const char *const[]){ LOCKPROBE, "wrap", "1", "70000", NULL }, 60);
 	assert_probe_provider(&r);
 	cr_assert_eq(r.status, 0, "%s%s", r.out, r.err);
+	cr_assert(strstr(r.out, "spans 0 word 0x7e7e0000 -> 0x00000000") != NULL, "%s", r.out);
 }

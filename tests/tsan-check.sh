@@ -104,7 +104,12 @@ test_interpose)
 	expect err "ticketspin: misuse: pthread_spin_unlock("
 	;;
 test_mutex) for_each_mode mutex ;;
-test_fifo) for_each_mode fifo ;;
+test_fifo)
+	for_each_mode fifo
+	check "fifo shared" -- "$here/lockprobe" fifo 6 3 2000 shared
+	expect out "order 0 1 2 3 4 5"
+	check "progress" -- "$here/lockprobe" progress 8 300
+	;;
 test_wrap) for_each_mode wrap ;;
 test_misuse)
 	check "misuse unlock" "${misuse[@]}" -- "$here/misuseprobe" unlock
@@ -114,8 +119,10 @@ test_misuse)
 	expect err "1 thread waiting); returned 0 as glibc does"
 	check "misuse flood" "${misuse[@]}" -- "$here/misuseprobe" flood 100
 	expect err "earlier reports suppressed by the rate limit"
+	# held, 126 phantom tickets in the queue: the most a waiter can find ahead
 	check "misuse suspect" "${misuse[@]}" TICKET_WAIT=yield TICKET_QUEUE=0 -- \
-		"$here/misuseprobe" suspect 0xdeadbeef 1
+		"$here/misuseprobe" suspect 0x7e000010 1
+	expect out ": acquired"
 	expect err "tickets ahead of ours"
 	check "misuse foreign" "${misuse[@]}" -- "$here/misuseprobe" foreign 1
 	;;
@@ -124,12 +131,17 @@ test_pshared)
 	for_each_mode pshared
 	check "park check" TICKET_WAIT=park TICKET_SPIN=1 TICKET_QUEUE=0 -- \
 		"$here/spinstress" -P -p 2 -t 3 -n 300 -w 50
+	check "park check default" TICKET_WAIT=park TICKET_SPIN=1 -- \
+		"$here/spinstress" -P -p 2 -t 3 -n 300 -w 50
 	;;
 test_stall)
 	# long waits: reported once per waiter, the lock still handed over in order
 	check "stall in line" TICKET_STALL_MS=200 TICKET_QUEUE=0 -- "$here/lockprobe" hold 3 800
 	expect err "ticketspin: stall: pthread_spin_lock("
-	check "stall outside" TICKET_STALL_MS=200 TICKET_QUEUE=2 -- "$here/lockprobe" hold 3 800
+	check "stall default" TICKET_STALL_MS=200 -- "$here/lockprobe" hold 3 800
+	expect err "ticketspin: stall: pthread_spin_lock("
+	# two in the queue (TICKET_QUEUE=2), two outside it
+	check "stall outside" TICKET_STALL_MS=200 TICKET_QUEUE=2 -- "$here/lockprobe" hold 4 800
 	expect err "outside a full line"
 	;;
 test_liveness)
