@@ -6,6 +6,7 @@
 
 #include <dlfcn.h>
 #include <errno.h>
+#include <getopt.h>
 #include <math.h>
 #include <pthread.h>
 #include <sched.h>
@@ -73,14 +74,6 @@ static void usage(FILE *f, const char *name, const char *summary, const struct e
 	           "Exit status: 0 invariants held, 1 an invariant was violated, 2 usage.\n");
 }
 
-static const struct ex_option *find_option(const struct ex_option *o, const char *name, size_t len)
-{
-	for (; o->name != NULL; o++)
-		if (strlen(o->name) == len && strncmp(o->name, name, len) == 0)
-			return o;
-	return NULL;
-}
-
 static bool set_value(const struct ex_option *o, const char *raw)
 {
 	char *end;
@@ -99,60 +92,77 @@ static bool set_value(const struct ex_option *o, const char *raw)
 	return true;
 }
 
+static size_t count_options(const struct ex_option *o)
+{
+	size_t n = 0;
+
+	while (o[n].name != NULL)
+		n++;
+	return n;
+}
+
+/* getopt_long's value for option @i of the example's and common options */
+#define EX_OPTION_VALUE(i) (256 + (int)(i))
+
 void ex_parse(int argc, char **argv, const char *name, const char *summary,
               struct ex_common *common, const struct ex_option *options)
 {
 	const struct ex_option *common_opts = common_options(common);
+	size_t nown = count_options(options), ncommon = count_options(common_opts);
+	struct option *longopts = calloc(nown + ncommon + 2, sizeof(*longopts));
+	int opt;
 
-	for (int i = 1; i < argc; i++) {
-		const char *arg = argv[i], *eq, *raw;
+	if (longopts == NULL) {
+		perror(name);
+		exit(2);
+	}
+	/* the example's options first: they may shadow a common one */
+	for (size_t i = 0; i < nown + ncommon; i++) {
+		const struct ex_option *o = i < nown ? &options[i] : &common_opts[i - nown];
+
+		longopts[i] = (struct option){ o->name,
+		                               o->kind == EX_FLAG ? no_argument : required_argument,
+		                               NULL, EX_OPTION_VALUE(i) };
+	}
+	longopts[nown + ncommon] = (struct option){ "help", no_argument, NULL, 'h' };
+	opterr = 0; /* our messages, naming the program and the accepted values */
+	optind = 1;
+	while ((opt = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
 		const struct ex_option *o;
-		size_t len;
+		size_t i;
 
-		if (strcmp(arg, "--help") == 0 || strcmp(arg, "-h") == 0) {
+		if (opt == 'h') {
 			usage(stdout, name, summary, options, common_opts);
 			exit(0);
 		}
-		if (strncmp(arg, "--", 2) != 0) {
-			fprintf(stderr, "%s: unexpected argument '%s'\n", name, arg);
+		if (opt == '?') {
+			fprintf(stderr, "%s: bad option '%s': unknown, ambiguous, or a flag given a value\n",
+			        name, argv[optind - 1]);
 			goto bad;
 		}
-		arg += 2;
-		eq = strchr(arg, '=');
-		len = eq != NULL ? (size_t)(eq - arg) : strlen(arg);
-		o = find_option(options, arg, len);
-		if (o == NULL)
-			o = find_option(common_opts, arg, len);
-		if (o == NULL) {
-			fprintf(stderr, "%s: unknown option '%s'\n", name, argv[i]);
+		if (opt == ':') {
+			fprintf(stderr, "%s: %s needs a value\n", name, argv[optind - 1]);
 			goto bad;
 		}
+		i = (size_t)(opt - EX_OPTION_VALUE(0));
+		o = i < nown ? &options[i] : &common_opts[i - nown];
 		if (o->kind == EX_FLAG) {
-			if (eq != NULL) {
-				fprintf(stderr, "%s: --%s takes no value\n", name, o->name);
-				goto bad;
-			}
 			*(bool *)o->value = true;
-			continue;
-		}
-		if (eq != NULL) {
-			raw = eq + 1;
-		} else if (i + 1 < argc) {
-			raw = argv[++i];
-		} else {
-			fprintf(stderr, "%s: --%s needs a value\n", name, o->name);
-			goto bad;
-		}
-		if (!set_value(o, raw)) {
+		} else if (!set_value(o, optarg)) {
 			if (o->kind == EX_LONG)
 				fprintf(stderr, "%s: --%s '%s': expected an integer %.0f..%.0f\n",
-				        name, o->name, raw, o->min, o->max);
+				        name, o->name, optarg, o->min, o->max);
 			else
 				fprintf(stderr, "%s: --%s '%s': expected a number %g..%g\n", name,
-				        o->name, raw, o->min, o->max);
+				        o->name, optarg, o->min, o->max);
 			goto bad;
 		}
 	}
+	if (optind < argc) {
+		fprintf(stderr, "%s: unexpected argument '%s'\n", name, argv[optind]);
+		goto bad;
+	}
+	free(longopts);
 	if (common->csv && common->json) {
 		fprintf(stderr, "%s: --csv and --json exclude each other\n", name);
 		goto bad;

@@ -34,7 +34,10 @@ struct ex_common {
 
 enum ex_kind { EX_LONG, EX_DOUBLE, EX_FLAG };
 
-/* One command-line option: --name VALUE, --name=VALUE, or --name for flags. */
+/*
+ * One command-line option: --name VALUE, --name=VALUE, or --name for flags,
+ * parsed with getopt_long (so an unambiguous prefix of a name works too).
+ */
 struct ex_option {
 	const char *name;
 	enum ex_kind kind;
@@ -44,8 +47,8 @@ struct ex_option {
 };
 
 /*
- * Parses argv into @common (which holds the defaults on entry) and the
- * example's own @options (terminated by a NULL name).  Prints usage on --help
+ * Parses argv with getopt_long into @common (which holds the defaults on
+ * entry) and the example's own @options (terminated by a NULL name).  Prints usage on --help
  * (exit 0) and an error plus usage on a bad option (exit 2).
  */
 void ex_parse(int argc, char **argv, const char *name, const char *summary,

@@ -202,6 +202,35 @@ Test(examples, bad_options)
 	}
 }
 
+/* The examples parse with getopt_long: --name=VALUE, --name VALUE, unambiguous
+ * prefixes; and say what is wrong with a bad argument. */
+Test(examples, getopt_long_forms)
+{
+	static const char *const bad[][3] = {
+		{ "--csv=1", "bad option '--csv=1': unknown, ambiguous, or a flag given a value" },
+		{ "--se", "bad option '--se': unknown, ambiguous" }, /* --seconds or --seed */
+		{ "--threads", "--threads needs a value" },
+		{ "--threads=", "--threads '': expected an integer 1..4096" },
+		{ "extra", "unexpected argument 'extra'" },
+	};
+	struct probe_result r;
+	char path[4096];
+
+	example_path(path, sizeof(path), "semaphore");
+	probe_run(&r, (const char *const[]){ "LD_PRELOAD=", NULL },
+	          (const char *const[]){ path, "--thr=3", "--sec", "0.05", "--permits=2", "--csv",
+	                                 NULL }, 30);
+	cr_assert_eq(r.status, 0, "%s%s", r.out, r.err);
+	cr_assert(strstr(r.out, "\nsemaphore,3,") != NULL, "--thr=3 is --threads=3:\n%s", r.out);
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		probe_run(&r, (const char *const[]){ "LD_PRELOAD=", NULL },
+		          (const char *const[]){ path, bad[i][0], NULL }, 30);
+		cr_assert_eq(r.status, 2, "%s: status %d\n%s%s", bad[i][0], r.status, r.out, r.err);
+		cr_assert(strstr(r.err, bad[i][1]) != NULL, "%s:\n%s", bad[i][0], r.err);
+		cr_assert_str_eq(r.out, "", "%s", bad[i][0]);
+	}
+}
+
 /* ---- sysbench ------------------------------------------------------------ */
 
 static void need_sysbench(void)

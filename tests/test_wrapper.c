@@ -126,13 +126,16 @@ static void bad_option(const char *option, const char *message)
 
 Test(wrapper, bad_options)
 {
-	bad_option("--delay=fast", "--delay='fast' is not valid: accepted: auto, off, or an integer");
+	bad_option("--delay=fast",
+	           "--delay='fast' is not valid: accepted: auto, series, off or an integer 1..100000");
 	bad_option("--delay=0", "--delay='0' is not valid");
 	bad_option("--delay=100001", "--delay='100001' is not valid");
 	bad_option("--table=tree", "--table='tree' is not valid: accepted: hashed or single");
 	bad_option("--stats=", "--stats= needs a file name");
 	bad_option("--stats-top=0", "--stats-top='0' is not valid");
-	bad_option("--frobnicate", "unknown option '--frobnicate': accepted:");
+	bad_option("--frobnicate", "unknown option '--frobnicate'; 'ticketspin --help' lists them");
+	bad_option("--wait=sleep", "--wait='sleep' is not valid: accepted: park, yield or spin");
+	bad_option("--strict=1", "--strict takes no value");
 
 	struct probe_result r;
 	wrap(&r, NULL, (const char *const[]){ WRAPPER, "--verbose", NULL });

@@ -34,6 +34,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <termios.h>
@@ -382,15 +383,660 @@ static void when(uint64_t realtime_ns, char *buf, size_t size)
 		snprintf(buf, size, "?");
 }
 
+/* ---- formatting: fit the terminal, --wide, --csv ------------------------------ */
+
+/*
+ * The library writes a report with every column (ts_report_write, shared
+ * with the report at exit): rows about 270 characters wide.  That is the
+ * --wide layout, and the default when stdout is not a terminal, so that
+ * scripts and logs see one stable format.  On a terminal, or with
+ * --width=N, the rows are cut down to fit: the most useful columns first
+ * (lock, call site, contended, wait mean/p99/max, hold mean), then more as
+ * room allows.  --csv writes every column, one header line and one line per
+ * lock, for scripts.
+ *
+ * The fitted and CSV layouts are made from the library's wide rows, parsed
+ * back (the merged per-lock records are private to preload/stats_report.c);
+ * call sites go through as tokens ("@N", describe_token) so that their
+ * names, which may hold any character, need no parsing.  A row that does not
+ * parse falls back to the wide layout, with a warning.
+ */
+enum layout { LAYOUT_WIDE, LAYOUT_FIT, LAYOUT_CSV };
+
+static void usage_error(const char *fmt, const char *arg);
+
+struct format {
+	enum layout layout;
+	unsigned width;  /* LAYOUT_FIT: columns; 0: the terminal's, at each screen */
+	bool csv_header; /* printed once */
+};
+
+/* Call sites named during one report, by token. */
+struct site_names {
+	char **name;
+	size_t n, cap;
+	const struct ts_file_header *header;
+};
+
+static void describe_token(uint64_t address, char *buf, size_t size, void *arg)
+{
+	struct site_names *s = arg;
+	char name[1024];
+
+	describe_site(address, name, sizeof(name), (void *)s->header);
+	if (s->n == s->cap) {
+		size_t cap = s->cap != 0 ? 2 * s->cap : 64;
+		char **grown = realloc(s->name, cap * sizeof(*grown));
+
+		if (grown == NULL) {
+			snprintf(buf, size, "@-1");
+			return;
+		}
+		s->name = grown;
+		s->cap = cap;
+	}
+	if ((s->name[s->n] = strdup(name)) == NULL) {
+		snprintf(buf, size, "@-1");
+		return;
+	}
+	snprintf(buf, size, "@%zu", s->n++);
+}
+
+static void site_names_free(struct site_names *s)
+{
+	for (size_t i = 0; i < s->n; i++)
+		free(s->name[i]);
+	free(s->name);
+	memset(s, 0, sizeof(*s));
+}
+
+#define ROW_SITES 3
+
+/* One lock's row of the wide report, its numbers back from text. */
+struct row {
+	unsigned long long lock, total, contended, holds, yields, parks, borrows;
+	double wait_total_ms, wait_mean, wait_p99, wait_max, ahead_avg, polls, rate;
+	char hold_mean[24], hold_p99[24], hold_max[24], delay_now[24], delay_max[24];
+	unsigned ahead_max, threads, sites;
+	bool has_rate;
+	int nsite;
+	long site[ROW_SITES];
+	unsigned share[ROW_SITES];
+};
+
+/*
+ * Parses one row of ts_report_write's wide layout ("stats: " prefix) into
+ * @r; false when @line is not a lock's row or does not parse.
+ */
+static bool parse_row(const char *line, bool has_rate, struct row *r)
+{
+	char ahead[64], delay[64];
+	const char *p;
+	int used = 0;
+
+	memset(r, 0, sizeof(*r));
+	if (strncmp(line, "stats: ", 7) != 0)
+		return false;
+	if (sscanf(line + 7,
+	           "%llx %llu %llu %lf %lf %lf %lf %23s %23s %23s %llu %63s %lf %63s %llu %llu %u "
+	           "%llu%n",
+	           &r->lock, &r->total, &r->contended, &r->wait_total_ms, &r->wait_mean,
+	           &r->wait_p99, &r->wait_max, r->hold_mean, r->hold_p99, r->hold_max, &r->holds,
+	           ahead, &r->polls, delay, &r->yields, &r->parks, &r->threads, &r->borrows,
+	           &used) != 18 || used == 0)
+		return false;
+	p = line + 7 + used;
+	if (has_rate) {
+		used = 0;
+		if (sscanf(p, "%lf%n", &r->rate, &used) != 1 || used == 0)
+			return false;
+		r->has_rate = true;
+		p += used;
+	}
+	if (sscanf(ahead, "%lf/%u", &r->ahead_avg, &r->ahead_max) != 2)
+		return false;
+	{
+		char *slash = strchr(delay, '/');
+
+		if (slash == NULL)
+			return false;
+		*slash = '\0';
+		snprintf(r->delay_now, sizeof(r->delay_now), "%.23s", delay);
+		snprintf(r->delay_max, sizeof(r->delay_max), "%.23s", slash + 1);
+	}
+	while (*p == ' ')
+		p++;
+	if (strcmp(p, "-") == 0)
+		return true;
+	while (*p == '@' && r->nsite < ROW_SITES) {
+		used = 0;
+		if (sscanf(p, "@%ld %u%%%n", &r->site[r->nsite], &r->share[r->nsite], &used) != 2 ||
+		    used == 0)
+			return false;
+		r->nsite++;
+		p += used;
+		if (strncmp(p, ", ", 2) == 0)
+			p += 2;
+	}
+	r->sites = (unsigned)r->nsite;
+	if (*p == ' ' && sscanf(p, " (of %u sites)", &r->sites) != 1)
+		return false;
+	return true;
+}
+
+/* The wide report of @h, with call sites as tokens into @names; malloc'ed. */
+static char *wide_text(const struct ts_file_header *h, const struct ts_report *report,
+                       const struct ts_report_options *wide, struct site_names *names)
+{
+	struct ts_report_options o = *wide;
+	int fd = memfd_create("ticketspin-report", MFD_CLOEXEC);
+	char *text = NULL;
+	off_t size;
+
+	if (fd < 0)
+		return NULL;
+	names->header = h;
+	o.describe = describe_token;
+	o.describe_arg = names;
+	o.prefix = "";
+	o.header = 0;
+	ts_report_write(fd, h, report, &o);
+	size = lseek(fd, 0, SEEK_END);
+	if (size >= 0 && (text = malloc((size_t)size + 1)) != NULL) {
+		if (pread(fd, text, (size_t)size, 0) != size) {
+			free(text);
+			text = NULL;
+		} else {
+			text[size] = '\0';
+		}
+	}
+	close(fd);
+	return text;
+}
+
+/* The rows of @text (the locks', in the library's order); malloc'ed, NULL on a bad row. */
+static struct row *parse_rows(char *text, bool has_rate, size_t *count)
+{
+	struct row *rows = NULL;
+	size_t n = 0, cap = 0;
+
+	for (char *line = text, *next; line != NULL && *line != '\0'; line = next) {
+		struct row r;
+
+		next = strchr(line, '\n');
+		if (next != NULL)
+			*next++ = '\0';
+		if (strncmp(line, "stats: ", 7) != 0)
+			continue;
+		/* a lock's row starts with its address, right-aligned; other lines with words */
+		if (strncmp(line + 7 + strspn(line + 7, " "), "0x", 2) != 0)
+			continue;
+		if (!parse_row(line, has_rate, &r)) {
+			free(rows);
+			return NULL;
+		}
+		if (n == cap) {
+			struct row *grown = realloc(rows, (cap = cap ? 2 * cap : 32) * sizeof(*rows));
+
+			if (grown == NULL) {
+				free(rows);
+				return NULL;
+			}
+			rows = grown;
+		}
+		rows[n++] = r;
+	}
+	*count = n;
+	if (rows == NULL)
+		rows = malloc(sizeof(*rows)); /* none: not an error */
+	return rows;
+}
+
+/* The width to fit, from --width, or the terminal's (0: not a terminal). */
+static unsigned screen_width(const struct format *f)
+{
+	struct winsize ws;
+	const char *columns;
+
+	if (f->width != 0)
+		return f->width;
+	if (!isatty(STDOUT_FILENO))
+		return 0;
+	if (ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 0)
+		return ws.ws_col;
+	columns = getenv("COLUMNS");
+	if (columns != NULL && atoi(columns) >= 40 && atoi(columns) <= 10000)
+		return (unsigned)atoi(columns);
+	return 80;
+}
+
+/* The rows a terminal shows, or 0 when not a terminal (or unknown). */
+static unsigned screen_rows(void)
+{
+	struct winsize ws;
+
+	if (isatty(STDOUT_FILENO) && ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0)
+		return ws.ws_row;
+	return 0;
+}
+
+/* Prose for the fitted layout: words wrapped at @width, continuation indented. */
+static void put_wrapped(const char *text, unsigned width)
+{
+	size_t len = strlen(text), start = 0, indent = 0;
+
+	while (len - start > width - indent) {
+		size_t cut = start + (width - indent);
+
+		while (cut > start && text[cut] != ' ')
+			cut--;
+		if (cut == start)
+			cut = start + (width - indent); /* one long word: cut it */
+		printf("%*s%.*s\n", (int)indent, "", (int)(cut - start), text + start);
+		start = cut;
+		while (text[start] == ' ')
+			start++;
+		indent = 2;
+	}
+	printf("%*s%s\n", (int)indent, "", text + start);
+}
+
+/* Microseconds, in at most 7 characters, 3 significant digits or more. */
+static void human_us(double us, char *buf, size_t size)
+{
+	if (us < 10)
+		snprintf(buf, size, "%.3f", us);
+	else if (us < 100)
+		snprintf(buf, size, "%.2f", us);
+	else if (us < 1000)
+		snprintf(buf, size, "%.1f", us);
+	else
+		snprintf(buf, size, "%.0f", us);
+}
+
+static void human_text_us(const char *text, char *buf, size_t size)
+{
+	if (strcmp(text, "-") == 0)
+		snprintf(buf, size, "-");
+	else
+		human_us(strtod(text, NULL), buf, size);
+}
+
+/* "function+0x1a (libfoo.so.1)": the object's directory left out. */
+static void short_site(const char *name, char *buf, size_t size)
+{
+	const char *open = strrchr(name, '(');
+	size_t len = strlen(name);
+
+	if (open != NULL && open > name && open[-1] == ' ' && len > 0 && name[len - 1] == ')') {
+		const char *base = strrchr(open, '/');
+
+		snprintf(buf, size, "%.*s(%s", (int)(open - name), name, base != NULL ? base + 1 : open + 1);
+	} else if (name[0] == '/') {
+		const char *plus = strrchr(name, '+');
+		const char *base = strrchr(name, '/');
+
+		snprintf(buf, size, "%s", plus != NULL && base < plus ? base + 1 : name);
+	} else {
+		snprintf(buf, size, "%s", name);
+	}
+}
+
+enum column_id {
+	COL_LOCK, COL_CONTENDED, COL_RATE, COL_WAIT_MEAN, COL_WAIT_P99, COL_WAIT_MAX, COL_HOLD_MEAN,
+	COL_HOLD_P99, COL_HOLD_MAX, COL_HOLDS, COL_TOTAL, COL_THREADS, COL_AHEAD, COL_POLLS,
+	COL_DELAY, COL_YIELDS, COL_PARKS, COL_BORROWS, COL_WAIT_MS, COL_SITE, NCOLUMNS
+};
+
+/* In display order; each is taken, by @rank, while there is room. */
+static const struct column {
+	const char *group; /* over the titles of a run of columns */
+	const char *title;
+	int rank; /* 0 first */
+	bool left; /* aligned left */
+} columns[NCOLUMNS] = {
+	[COL_LOCK] = { "", "lock", 0, true },
+	[COL_CONTENDED] = { "", "contended", 2, false },
+	[COL_RATE] = { "", "/s", 3, false },
+	[COL_WAIT_MEAN] = { "wait", "mean", 4, false },
+	[COL_WAIT_P99] = { "wait", "p99", 5, false },
+	[COL_WAIT_MAX] = { "wait", "max", 6, false },
+	[COL_HOLD_MEAN] = { "hold", "mean", 7, false },
+	[COL_HOLD_P99] = { "hold", "p99", 10, false },
+	[COL_HOLD_MAX] = { "hold", "max", 11, false },
+	[COL_HOLDS] = { "hold", "n", 12, false },
+	[COL_TOTAL] = { "", "total", 8, false },
+	[COL_THREADS] = { "", "threads", 9, false },
+	[COL_AHEAD] = { "", "ahead", 13, false },
+	[COL_POLLS] = { "", "polls", 14, false },
+	[COL_DELAY] = { "", "delay", 15, false },
+	[COL_YIELDS] = { "", "yields", 16, false },
+	[COL_PARKS] = { "", "parks", 17, false },
+	[COL_BORROWS] = { "", "borrows", 18, false },
+	[COL_WAIT_MS] = { "", "wait-ms", 19, false },
+	[COL_SITE] = { "", "top call site (share)", 1, true },
+};
+
+#define CELL 32
+#define SITE_MIN 24 /* the call site column's least width */
+#define FIRST_OPTIONAL_RANK 8 /* columns below it come before the call site's whole width */
+
+struct cells {
+	char cell[NCOLUMNS][CELL];
+	char site[512]; /* COL_SITE's, whole */
+};
+
+static const char *cell_text(const struct cells *c, int column)
+{
+	return column == COL_SITE ? c->site : c->cell[column];
+}
+
+static void row_cells(const struct row *r, const struct site_names *names, struct cells *c)
+{
+	char site[480];
+
+	snprintf(c->cell[COL_LOCK], CELL, "%#llx", r->lock);
+	snprintf(c->cell[COL_CONTENDED], CELL, "%llu", r->contended);
+	snprintf(c->cell[COL_RATE], CELL, "%.0f", r->rate);
+	human_us(r->wait_mean, c->cell[COL_WAIT_MEAN], CELL);
+	human_us(r->wait_p99, c->cell[COL_WAIT_P99], CELL);
+	human_us(r->wait_max, c->cell[COL_WAIT_MAX], CELL);
+	human_text_us(r->hold_mean, c->cell[COL_HOLD_MEAN], CELL);
+	snprintf(c->cell[COL_TOTAL], CELL, "%llu", r->total);
+	snprintf(c->cell[COL_THREADS], CELL, "%u", r->threads);
+	human_text_us(r->hold_p99, c->cell[COL_HOLD_P99], CELL);
+	human_text_us(r->hold_max, c->cell[COL_HOLD_MAX], CELL);
+	snprintf(c->cell[COL_HOLDS], CELL, "%llu", r->holds);
+	snprintf(c->cell[COL_AHEAD], CELL, "%.2f/%u", r->ahead_avg, r->ahead_max);
+	snprintf(c->cell[COL_POLLS], CELL, "%.1f", r->polls);
+	snprintf(c->cell[COL_DELAY], CELL, "%.12s/%.12s", r->delay_now, r->delay_max);
+	snprintf(c->cell[COL_YIELDS], CELL, "%llu", r->yields);
+	snprintf(c->cell[COL_PARKS], CELL, "%llu", r->parks);
+	snprintf(c->cell[COL_BORROWS], CELL, "%llu", r->borrows);
+	snprintf(c->cell[COL_WAIT_MS], CELL, "%.3f", r->wait_total_ms);
+	if (r->nsite == 0 || r->site[0] < 0 || (size_t)r->site[0] >= names->n) {
+		snprintf(c->site, sizeof(c->site), "-");
+	} else {
+		short_site(names->name[r->site[0]], site, sizeof(site));
+		if (r->sites > 1)
+			snprintf(c->site, sizeof(c->site), "%u%% of %u: %s", r->share[0], r->sites, site);
+		else
+			snprintf(c->site, sizeof(c->site), "%u%% %s", r->share[0], site);
+	}
+}
+
+/* The rows in columns that fit @width, most useful first. */
+static void write_fitted(const struct row *rows, size_t n, const struct site_names *names,
+                         unsigned width, bool has_rate)
+{
+	struct cells *cells = calloc(n + 1, sizeof(*cells));
+	size_t w[NCOLUMNS];
+	bool shown[NCOLUMNS] = { false };
+	size_t used = 0, site_full;
+
+	if (cells == NULL)
+		return;
+	for (int c = 0; c < NCOLUMNS; c++)
+		w[c] = strlen(columns[c].title);
+	for (size_t i = 0; i < n; i++) {
+		row_cells(&rows[i], names, &cells[i]);
+		for (int c = 0; c < NCOLUMNS; c++)
+			if (strlen(cell_text(&cells[i], c)) > w[c])
+				w[c] = strlen(cell_text(&cells[i], c));
+	}
+	/*
+	 * The most useful columns first, the call site at its least width; then
+	 * the call site whole, if there is room; then the other columns while
+	 * they fit; the call site takes what is left of the line.
+	 */
+	site_full = w[COL_SITE];
+	if (w[COL_SITE] > SITE_MIN)
+		w[COL_SITE] = SITE_MIN;
+	for (int rank = 0; rank < NCOLUMNS; rank++) {
+		for (int c = 0; c < NCOLUMNS; c++) {
+			if (columns[c].rank != rank || (c == COL_RATE && !has_rate))
+				continue;
+			if (rank == FIRST_OPTIONAL_RANK && shown[COL_SITE] && site_full > w[COL_SITE] &&
+			    width > used) {
+				size_t more = site_full - w[COL_SITE];
+
+				more = more < width - used ? more : width - used;
+				w[COL_SITE] += more;
+				used += more;
+			}
+			if (c == COL_LOCK || used + 1 + w[c] <= width) {
+				shown[c] = true;
+				used += (used > 0) + w[c];
+			}
+		}
+	}
+	if (shown[COL_SITE] && width > used)
+		w[COL_SITE] += width - used;
+	/* the groups' line: "--wait--" over the columns of a group */
+	{
+		char line[4096];
+		size_t len = 0, at = 0;
+		bool any = false;
+
+		memset(line, ' ', sizeof(line));
+		for (int c = 0; c < NCOLUMNS; c++) {
+			size_t span;
+
+			if (!shown[c])
+				continue;
+			if (at > 0)
+				at++;
+			if (columns[c].group[0] == '\0' || (c > 0 && shown[c - 1] &&
+			                                    strcmp(columns[c - 1].group, columns[c].group) == 0)) {
+				at += w[c];
+				continue;
+			}
+			span = w[c];
+			for (int k = c + 1; k < NCOLUMNS && strcmp(columns[k].group, columns[c].group) == 0; k++)
+				if (shown[k])
+					span += 1 + w[k];
+			if (at + span < sizeof(line) - 1) {
+				size_t label = strlen(columns[c].group);
+
+				if (span >= label + 2) {
+					memset(line + at, '-', span);
+					memcpy(line + at + (span - label) / 2, columns[c].group, label);
+				} else {
+					memcpy(line + at, columns[c].group, label < span ? label : span);
+				}
+				len = at + span;
+				any = true;
+			}
+			at += w[c];
+		}
+		while (len > 0 && line[len - 1] == ' ')
+			len--;
+		line[len] = '\0';
+		if (any)
+			puts(line);
+	}
+	for (size_t i = 0; i <= n; i++) {
+		char line[4096];
+		size_t len = 0;
+
+		for (int c = 0; c < NCOLUMNS && len + w[c] + 2 < sizeof(line); c++) {
+			const char *text = i == 0 ? columns[c].title : cell_text(&cells[i - 1], c);
+			int wc = (int)w[c];
+
+			if (!shown[c])
+				continue;
+			if (len > 0)
+				line[len++] = ' ';
+			if (c == COL_SITE && strlen(text) > w[c] && wc > 3) /* cut: say so */
+				len += (size_t)snprintf(line + len, sizeof(line) - len, "%.*s...", wc - 3,
+				                        text);
+			else if (columns[c].left)
+				len += (size_t)snprintf(line + len, sizeof(line) - len, "%-*.*s", wc, wc, text);
+			else
+				len += (size_t)snprintf(line + len, sizeof(line) - len, "%*s", wc, text);
+		}
+		while (len > 0 && line[len - 1] == ' ')
+			len--;
+		line[len < width ? len : width] = '\0';
+		puts(line);
+	}
+	free(cells);
+}
+
+static void csv_field(const char *text)
+{
+	putchar('"');
+	for (; *text != '\0'; text++) {
+		if (*text == '"')
+			putchar('"');
+		putchar(*text);
+	}
+	putchar('"');
+}
+
+/* "-" (no sample) is an empty field */
+static const char *csv_value(const char *text)
+{
+	return strcmp(text, "-") == 0 ? "" : text;
+}
+
+static void write_csv(const struct row *rows, size_t n, const struct site_names *names,
+                      const struct ts_file_header *h, const char *state, double now,
+                      struct format *f)
+{
+	if (!f->csv_header) {
+		printf("time,pid,state,lock,total,contended,per_s,wait_total_ms,wait_mean_us,"
+		       "wait_p99_us,wait_max_us,hold_mean_us,hold_p99_us,hold_max_us,holds,"
+		       "ahead_avg,ahead_max,polls,delay_now,delay_max,yields,parks,threads,borrows,"
+		       "sites,site1,site1_share,site2,site2_share,site3,site3_share\n");
+		f->csv_header = true;
+	}
+	for (size_t i = 0; i < n; i++) {
+		const struct row *r = &rows[i];
+		char rate[32] = "";
+
+		if (r->has_rate)
+			snprintf(rate, sizeof(rate), "%.0f", r->rate);
+		printf("%.3f,%d,%s,%#llx,%llu,%llu,%s,%.3f,%.3f,%.3f,%.3f,%s,%s,%s,%llu,%.2f,%u,%.1f,"
+		       "%s,%s,%llu,%llu,%u,%llu,%u",
+		       now, h->pid, state, r->lock, r->total, r->contended, rate, r->wait_total_ms,
+		       r->wait_mean, r->wait_p99, r->wait_max, csv_value(r->hold_mean),
+		       csv_value(r->hold_p99), csv_value(r->hold_max), r->holds, r->ahead_avg,
+		       r->ahead_max, r->polls, csv_value(r->delay_now), csv_value(r->delay_max),
+		       r->yields, r->parks, r->threads, r->borrows, r->sites);
+		for (int s = 0; s < ROW_SITES; s++) {
+			putchar(',');
+			if (s < r->nsite && r->site[s] >= 0 && (size_t)r->site[s] < names->n) {
+				csv_field(names->name[r->site[s]]);
+				printf(",%u", r->share[s]);
+			} else {
+				putchar(',');
+			}
+		}
+		putchar('\n');
+	}
+}
+
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static const char *const state_word[] = { "running", "exited", "ended", "exec" };
+
+/*
+ * Writes the report of @h in format @f: the summary lines (not in CSV), then
+ * the rows.  @o is set up as for ts_report_write.
+ */
+static void write_report(const struct ts_file_header *h, const struct ts_report *report,
+                         const struct ts_report_options *o, enum state state, struct format *f)
+{
+	unsigned width = f->layout == LAYOUT_FIT ? screen_width(f) : 0;
+	struct site_names names = { 0 };
+	struct row *rows = NULL;
+	char *text = NULL;
+	size_t n = 0;
+
+	if (f->layout == LAYOUT_WIDE || (f->layout == LAYOUT_FIT && width == 0)) {
+		fflush(stdout);
+		ts_report_write(STDOUT_FILENO, h, report, o);
+		return;
+	}
+	if ((text = wide_text(h, report, o, &names)) == NULL ||
+	    (rows = parse_rows(text, o->previous != NULL, &n)) == NULL) {
+		fprintf(stderr, "%s: cannot %s the report's rows; printing them whole\n", me,
+		        text == NULL ? "write" : "parse");
+		fflush(stdout);
+		ts_report_write(STDOUT_FILENO, h, report, o);
+	} else if (f->layout == LAYOUT_CSV) {
+		write_csv(rows, n, &names, h, state_word[state], now_s(), f);
+	} else {
+		char line[512];
+
+		snprintf(line, sizeof(line),
+		         "%u lock%s contended, %llu contended acquisitions in %u thread%s; %zu shown, "
+		         "most contended first; times in microseconds",
+		         report->nlocks, report->nlocks == 1 ? "" : "s",
+		         (unsigned long long)report->contended, report->threads,
+		         report->threads == 1 ? "" : "s", n);
+		put_wrapped(line, width);
+		if (report->dropped_locks > 0 || report->dropped_sites > 0 ||
+		    report->dropped_inits > 0 || report->dropped_segs > 0 ||
+		    report->unrecorded_threads > 0) {
+			snprintf(line, sizeof(line),
+			         "not recorded, per-thread tables full: %llu contended acquisitions, "
+			         "%llu call sites, %llu inits, %llu segments (totals may be short); %u "
+			         "thread%s without a table (--wide shows the limits)",
+			         (unsigned long long)report->dropped_locks,
+			         (unsigned long long)report->dropped_sites,
+			         (unsigned long long)report->dropped_inits,
+			         (unsigned long long)report->dropped_segs, report->unrecorded_threads,
+			         report->unrecorded_threads == 1 ? "" : "s");
+			put_wrapped(line, width);
+		}
+		if (n > 0)
+			write_fitted(rows, n, &names, width, o->previous != NULL);
+	}
+	fflush(stdout);
+	free(rows);
+	free(text);
+	site_names_free(&names);
+}
+
+/* --wide, --csv, --width=N: true when @arg is one of them (set in @f). */
+static bool format_option(const char *arg, struct format *f)
+{
+	if (strcmp(arg, "--wide") == 0) {
+		f->layout = LAYOUT_WIDE;
+	} else if (strcmp(arg, "--csv") == 0) {
+		f->layout = LAYOUT_CSV;
+	} else if (strncmp(arg, "--width=", 8) == 0) {
+		char *end;
+		long n = strtol(arg + 8, &end, 10);
+
+		if (end == arg + 8 || *end != '\0' || n < 40 || n > 10000)
+			usage_error("--width='%s' is not valid: accepted: columns, 40..10000", arg + 8);
+		f->layout = LAYOUT_FIT;
+		f->width = (unsigned)n;
+	} else {
+		return false;
+	}
+	return true;
+}
+
 /* ---- report --------------------------------------------------------------- */
 
-static int report_file(const char *path, int pid, uint32_t top)
+static int report_file(const char *path, int pid, uint32_t top, struct format *f)
 {
 	struct ts_file_header *h = new_header();
 	struct ts_report report;
 	struct ts_report_options o = { .prefix = "", .sites = 3, .describe = describe_site,
 	                               .header = 1 };
-	char started[64];
+	char started[64], line[1024];
+	enum state state;
 	int fd, rc;
 
 	if (h == NULL)
@@ -408,14 +1054,19 @@ static int report_file(const char *path, int pid, uint32_t top)
 	}
 	close(fd);
 	when(h->created_ns, started, sizeof(started));
-	printf("ticketspin: pid %d: %s; started %s; command: %s\n", h->pid,
-	       state_text(state_of(h, path)), started, h->command);
-	printf("ticketspin: file %s\n", path);
-	fflush(stdout);
+	state = state_of(h, path);
+	snprintf(line, sizeof(line), "ticketspin: pid %d: %s; started %s; command: %s", h->pid,
+	         state_text(state), started, h->command);
+	if (f->layout == LAYOUT_FIT && screen_width(f) != 0) {
+		put_wrapped(line, screen_width(f));
+	} else if (f->layout != LAYOUT_CSV) {
+		printf("%s\n", line);
+		printf("ticketspin: file %s\n", path);
+	}
 	o.top = top != 0 ? top : (h->stats_top != 0 ? h->stats_top : 20);
 	o.describe_arg = h;
 	o.ticks_per_ns = ts_ticks_per_ns(h);
-	ts_report_write(STDOUT_FILENO, h, &report, &o);
+	write_report(h, &report, &o, state, f);
 	ts_report_free(&report);
 	free(h);
 	return 0;
@@ -557,16 +1208,20 @@ static int cmd_report(int argc, char **argv)
 	uint32_t top = 0;
 	bool clean = false;
 	int rc = 0, pids = 0;
+	struct format f = { .layout = LAYOUT_FIT };
 
 	for (int i = 0; i < argc; i++) {
 		if (strncmp(argv[i], "--top=", 6) == 0)
 			top = parse_top(argv[i] + 6);
+		else if (format_option(argv[i], &f))
+			continue;
 		else if (strcmp(argv[i], "--clean") == 0)
 			clean = true;
 		else if (parse_pid(argv[i]) != 0)
 			pids++;
 		else
-			usage_error("report: '%s' is not a PID: accepted: --top=N, --clean, PID...",
+			usage_error("report: '%s' is not a PID: accepted: --top=N, --wide, --csv, "
+			            "--width=N, --clean, PID...",
 			            argv[i]);
 	}
 	if (clean) {
@@ -596,7 +1251,7 @@ static int cmd_report(int argc, char **argv)
 
 			if (!owned_by_us(files[k].path))
 				continue; /* not the process's own (see owned_by_us) */
-			r = report_file(files[k].path, pid, top);
+			r = report_file(files[k].path, pid, top, &f);
 			rc = rc > r ? rc : r;
 			reported++;
 		}
@@ -709,10 +1364,13 @@ static int cmd_top(int argc, char **argv)
 	struct ts_report previous = { 0 }, report;
 	struct ts_file_header *h = new_header();
 	bool have_previous = false;
+	struct format f = { .layout = LAYOUT_FIT };
 
 	for (int i = 0; i < argc; i++) {
 		if (strcmp(argv[i], "--once") == 0) {
 			once = true;
+		} else if (format_option(argv[i], &f)) {
+			continue;
 		} else if (strncmp(argv[i], "--top=", 6) == 0) {
 			top = parse_top(argv[i] + 6);
 		} else if (strncmp(argv[i], "--interval=", 11) == 0) {
@@ -726,7 +1384,7 @@ static int cmd_top(int argc, char **argv)
 			pid = parse_pid(argv[i]);
 		} else {
 			usage_error("top: '%s' is not valid: accepted: --once, --top=N, --interval=S, "
-			            "and one PID", argv[i]);
+			            "--wide, --csv, --width=N, and one PID", argv[i]);
 		}
 	}
 	if (pid == 0)
@@ -774,21 +1432,38 @@ static int cmd_top(int argc, char **argv)
 		state = state_of(h, path);
 		clock_gettime(CLOCK_REALTIME, &ts);
 		when((uint64_t)ts.tv_sec * 1000000000u, clock_text, sizeof(clock_text));
-		if (!once)
-			fputs("\033[H\033[2J", stdout); /* home, clear */
-		printf("ticketspin top - pid %d - %s - %s%s\n", pid, clock_text, state_text(state),
-		       once ? "" : " - q quits");
-		printf("command: %s\n", h->command);
-		printf("%s\n", have_previous ? "locks ranked by contended acquisitions in the last "
-		                               "interval (/s: per second)"
-		                             : "locks ranked by contended acquisitions since start");
-		fflush(stdout);
 		o.top = top != 0 ? top : 20;
+		if (f.layout != LAYOUT_CSV) {
+			unsigned width = f.layout == LAYOUT_FIT ? screen_width(&f) : 0;
+			unsigned rows = screen_rows();
+			char line[1024];
+
+			if (!once)
+				fputs("\033[H\033[2J", stdout); /* home, clear */
+			snprintf(line, sizeof(line), "ticketspin top - pid %d - %s - %s%s", pid,
+			         clock_text, state_text(state), once ? "" : " - q quits");
+			if (width != 0)
+				put_wrapped(line, width);
+			else
+				printf("%s\n", line);
+			snprintf(line, sizeof(line), "command: %s", h->command);
+			if (width != 0)
+				put_wrapped(line, width);
+			else
+				printf("%s\n", line);
+			printf("%s\n", have_previous ? "locks ranked by contended acquisitions in the "
+			                               "last interval (/s: per second)"
+			                             : "locks ranked by contended acquisitions since start");
+			/* a refreshed screen: no more rows than the terminal has (8 for the rest) */
+			if (!once && width != 0 && rows > 8 + 1 && o.top > rows - 8)
+				o.top = rows - 8;
+		}
+		fflush(stdout);
 		o.describe_arg = h;
 		o.ticks_per_ns = ts_ticks_per_ns(h);
 		o.previous = have_previous ? &previous : NULL;
 		o.interval_s = interval;
-		ts_report_write(STDOUT_FILENO, h, &report, &o);
+		write_report(h, &report, &o, state, &f);
 		if (have_previous)
 			ts_report_free(&previous);
 		previous = report;
@@ -806,9 +1481,9 @@ static int cmd_top(int argc, char **argv)
 
 static void usage(void)
 {
-	printf("Usage: %s report [--top=N] [PID]...\n"
+	printf("Usage: %s report [--top=N] [--wide|--csv|--width=N] [PID]...\n"
 	       "       %s report --clean\n"
-	       "       %s top [--once] [--top=N] [--interval=SECONDS] PID\n"
+	       "       %s top [--once] [--top=N] [--interval=SECONDS] [--wide|--csv|--width=N] PID\n"
 	       "Read the statistics that processes run with TICKET_STATS (ticketspin --stats)\n"
 	       "keep in a shared-memory file, named by pid, in $XDG_RUNTIME_DIR or /dev/shm.\n"
 	       "\n"
@@ -819,6 +1494,13 @@ static void usage(void)
 	       "  top PID        the most contended locks of a running process, every second\n"
 	       "                 (--interval); q quits; --once prints one screen and exits\n"
 	       "  --top=N        how many locks to show (default: the process's TICKET_STATS_TOP)\n"
+	       "  --wide         every column, as the report at exit (the default when the\n"
+	       "                 output is not a terminal: a stable format)\n"
+	       "  --width=N      fit N columns, as on a terminal, where the default fits its\n"
+	       "                 width: lock, call site, contended, wait mean/p99/max, hold\n"
+	       "                 mean first, then more columns as they fit\n"
+	       "  --csv          every column as CSV, one header line, for scripts; top\n"
+	       "                 appends rows at each interval\n"
 	       "\n"
 	       "Only your own processes' statistics can be read.  Exit status: 0, 1 when there\n"
 	       "are no statistics, 2 for a bad option, 3 when they are another user's.\n",

@@ -1,0 +1,121 @@
+#!/bin/bash
+# `ticketspin report` and `ticketspin top` layouts (tools/ticketspin-stats.c):
+#   - not on a terminal, the default is the library's wide layout, unchanged
+#     (the same bytes as --wide): a stable format for scripts and logs;
+#   - --width=N and a terminal of N columns (under script(1)) fit every line
+#     in N columns, the most useful columns first (lock, contended, wait
+#     mean/p99/max, hold mean, call site), more as the width allows;
+#   - --csv has a fixed header and one line per lock with every column;
+#   - the three agree on each lock's numbers.
+# The statistics come from tests/contended under the freshly built library,
+# in a private XDG_RUNTIME_DIR.  Run by 'make check' from the build's tests/.
+set -u
+
+wrapper=../tools/ticketspin
+contended=./contended
+lib=${TICKETSPIN_LIB:-../preload/.libs/libticketspin.so}
+failures=0
+
+fail() {
+	echo "FAIL: $*"
+	failures=$((failures + 1))
+}
+
+for f in "$wrapper" "$contended" "$lib"; do
+	[ -e "$f" ] || { echo "ERROR: $f not found"; exit 99; }
+done
+XDG_RUNTIME_DIR=$(mktemp -d "${TMPDIR:-/tmp}/ticketspin-format.XXXXXX") || exit 99
+export XDG_RUNTIME_DIR
+trap 'rm -rf "$XDG_RUNTIME_DIR"' EXIT
+
+# 4 workers, 2 locks: both contended (contended.c makes sure of it)
+out=$(env -u LD_PRELOAD "$wrapper" --lib="$lib" --stats-keep --stats="$XDG_RUNTIME_DIR/at-exit" \
+	"$contended" 4 20000 2 2>&1) || { echo "ERROR: contended failed: $out"; exit 99; }
+case $out in
+provider*libticketspin.so*) ;;
+*) echo "ERROR: not run under the library: $out"; exit 99 ;;
+esac
+lock0=$(printf '%s\n' "$out" | awk '$1 == "lock" && $2 == 0 { print $3 }')
+pid=$(sed -n 's/^stats: pid \([0-9]*\):.*/\1/p' "$XDG_RUNTIME_DIR/at-exit" | head -n 1)
+[ -n "$lock0" ] && [ -n "$pid" ] || { echo "ERROR: no lock or pid in: $out"; exit 99; }
+echo "contended: pid $pid, lock 0 at $lock0"
+
+report() {
+	env -u LD_PRELOAD "$wrapper" report "$@"
+}
+
+# the wide layout: the library's, "stats: LOCK TOTAL CONTENDED ..."
+wide=$(report --wide "$pid") || fail "report --wide failed"
+contended_wide=$(printf '%s\n' "$wide" | awk -v l="$lock0" '$1 == "stats:" && $2 == l { print $4 }')
+[ -n "$contended_wide" ] && [ "$contended_wide" -ge 1 ] ||
+	fail "no row for $lock0 in the wide report: $wide"
+default=$(report "$pid")
+[ "$default" = "$wide" ] || fail "not on a terminal, the default is not --wide:
+$default"
+
+# fitted layouts: no line longer than asked, the first columns always there
+check_fitted() { # WIDTH TEXT WHAT
+	local width=$1 text=$2 what=$3 long header row
+	long=$(printf '%s\n' "$text" | tr -d '\r' | awk -v w="$width" 'length($0) > w')
+	[ -z "$long" ] || fail "$what: lines over $width columns:
+$long"
+	header=$(printf '%s\n' "$text" | tr -d '\r' | grep '^lock ')
+	case $header in
+	"lock "*contended*mean*p99*max*mean*"top call site"*) ;;
+	*) fail "$what: columns missing or out of order: '$header'" ;;
+	esac
+	row=$(printf '%s\n' "$text" | tr -d '\r' | awk -v l="$lock0" '$1 == l')
+	[ "$(printf '%s\n' "$row" | awk '{ print $2 }')" = "$contended_wide" ] ||
+		fail "$what: contended of $lock0 is not the wide report's $contended_wide: '$row'"
+	case $row in
+	*contend_worker+0x*) ;;
+	*) fail "$what: no call site in '$row'" ;;
+	esac
+	echo "ok: $what"
+}
+check_fitted 80 "$(report --width=80 "$pid")" "report --width=80"
+text=$(report --width=250 "$pid")
+check_fitted 250 "$text" "report --width=250"
+for title in total threads ahead polls delay yields parks borrows wait-ms; do
+	printf '%s\n' "$text" | grep -q "^lock .* $title " ||
+		fail "--width=250: no column $title"
+done
+check_fitted 80 "$(env -u LD_PRELOAD "$wrapper" top --once --width=80 "$pid")" "top --once --width=80"
+# a terminal of 90 columns
+if command -v script >/dev/null 2>&1; then
+	tty_text=$(TERM=dumb script -qec "stty cols 90 rows 40; $wrapper report $pid" /dev/null)
+	check_fitted 90 "$tty_text" "report on a 90-column terminal"
+else
+	echo "script(1) not found: terminal width not tested"
+fi
+
+# CSV: the documented header, every field of every row
+header='time,pid,state,lock,total,contended,per_s,wait_total_ms,wait_mean_us,wait_p99_us,wait_max_us,hold_mean_us,hold_p99_us,hold_max_us,holds,ahead_avg,ahead_max,polls,delay_now,delay_max,yields,parks,threads,borrows,sites,site1,site1_share,site2,site2_share,site3,site3_share'
+csv=$(report --csv "$pid") || fail "report --csv failed"
+[ "$(printf '%s\n' "$csv" | head -n 1)" = "$header" ] || fail "CSV header changed: $(printf '%s\n' "$csv" | head -n 1)"
+rows=$(printf '%s\n' "$csv" | tail -n +2)
+[ "$(printf '%s\n' "$rows" | grep -c .)" -eq 2 ] || fail "CSV: not 2 rows: $csv"
+# fields, with the quoted call sites (no comma in them here) taken as one
+bad=$(printf '%s\n' "$rows" | awk -F, '{ gsub(/"[^"]*"/, "S") } NF != 31')
+[ -z "$bad" ] || fail "CSV rows without 31 fields: $bad"
+row=$(printf '%s\n' "$rows" | awk -F, -v l="$lock0" '$4 == l')
+[ "$(printf '%s\n' "$row" | cut -d, -f2,3,6)" = "$pid,exited,$contended_wide" ] ||
+	fail "CSV row of $lock0 disagrees (pid, state, contended $contended_wide): $row"
+case $row in
+*'"contend_worker+0x'*'/contended)",'[0-9]*) ;;
+*) fail "CSV: no call site in $row" ;;
+esac
+top_csv=$(env -u LD_PRELOAD "$wrapper" top --once --csv "$pid")
+[ "$(printf '%s\n' "$top_csv" | head -n 1)" = "$header" ] || fail "top --csv: another header"
+echo "ok: CSV"
+
+# bad values
+err=$(report --width=10 "$pid" 2>&1)
+[ $? -eq 2 ] && printf '%s\n' "$err" | grep -q "width='10' is not valid" ||
+	fail "--width=10 not refused: $err"
+
+if [ $failures -gt 0 ]; then
+	echo "$failures failure(s)"
+	exit 1
+fi
+echo "all layouts agree"
