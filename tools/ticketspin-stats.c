@@ -705,14 +705,14 @@ static const struct column {
 	[COL_HOLD_P99] = { "hold", "p99", 10, false },
 	[COL_HOLD_MAX] = { "hold", "max", 11, false },
 	[COL_HOLDS] = { "hold", "n", 12, false },
-	[COL_TOTAL] = { "", "total", 8, false },
+	[COL_TOTAL] = { "", "total>=", 8, false },
 	[COL_THREADS] = { "", "threads", 9, false },
 	[COL_AHEAD] = { "", "ahead", 13, false },
 	[COL_POLLS] = { "", "polls", 14, false },
 	[COL_DELAY] = { "", "delay", 15, false },
 	[COL_YIELDS] = { "", "yields", 16, false },
 	[COL_PARKS] = { "", "parks", 17, false },
-	[COL_BORROWS] = { "", "borrows", 18, false },
+	[COL_BORROWS] = { "", "steals", 18, false },
 	[COL_WAIT_MS] = { "", "wait-ms", 19, false },
 	[COL_SITE] = { "", "top call site (share)", 1, true },
 };
@@ -907,7 +907,7 @@ static void write_csv(const struct row *rows, size_t n, const struct site_names 
 	if (!f->csv_header) {
 		printf("time,pid,state,lock,total,contended,per_s,wait_total_ms,wait_mean_us,"
 		       "wait_p99_us,wait_max_us,hold_mean_us,hold_p99_us,hold_max_us,holds,"
-		       "ahead_avg,ahead_max,polls,delay_now,delay_max,yields,parks,threads,borrows,"
+		       "ahead_avg,ahead_max,polls,delay_now,delay_max,yields,parks,threads,steals,"
 		       "sites,site1,site1_share,site2,site2_share,site3,site3_share\n");
 		f->csv_header = true;
 	}
