@@ -117,7 +117,7 @@ ran=0
 for mutant in "${mutants[@]}"; do
 	name=$(basename "$mutant" .mutant)
 	if ! [ -f "$mutant" ]; then
-		rows+=("$(printf '%-28s %-26s %s' "$name" "stale" "no such mutant")")
+		rows+=("$(printf '%-34s %-26s %s' "$name" "stale" "no such mutant")")
 		bad=$((bad + 1))
 		continue
 	fi
@@ -162,14 +162,14 @@ for mutant in "${mutants[@]}"; do
 	caught*) ;;
 	*) bad=$((bad + 1)) ;;
 	esac
-	rows+=("$(printf '%-28s %-26s %4ss  %s' "$name" "$result" "$(($(date +%s) - m_start))" "$desc")")
-	printf 'mutants: %-28s %s\n' "$name" "$result" >&2
+	rows+=("$(printf '%-34s %-26s %4ss  %s' "$name" "$result" "$(($(date +%s) - m_start))" "$desc")")
+	printf 'mutants: %-34s %s\n' "$name" "$result" >&2
 done
 
 # the last restore: rebuild nothing, just leave the copy pristine
 elapsed=$(($(date +%s) - started))
 echo
-printf '%-28s %-26s %5s  %s\n' "mutant" "result" "time" "description"
+printf '%-34s %-26s %5s  %s\n' "mutant" "result" "time" "description"
 for row in "${rows[@]}"; do
 	printf '%s\n' "$row"
 done
