@@ -7,7 +7,8 @@
  *       Main holds each lock until every worker has come to it and one
  *       waits in its queue, so each lock is contended at least once.  "_exit" leaves through
  *       _exit(0) instead of returning from main.  "wait" prints "ready"
- *       after the work and then waits to be killed.  "fork_exit" does the
+ *       after the work and then waits to be killed.  "hold50" holds each
+ *       lock 50 ms (asleep) once a ticket is drawn, instead of 10 ms.  "fork_exit" does the
  *       work in a forked child, which leaves through _exit(0); the parent
  *       prints "child PID" and returns from main.  "fork_normal": the same,
  *       but the child returns from main.  "fork_quiet": a forked child
@@ -151,13 +152,14 @@ int main(int argc, char **argv)
 			while (__atomic_load_n(&arrived, __ATOMIC_ACQUIRE) < threads ||
 			       tickets_drawn(&locks[k].lock) < 1)
 				sched_yield();
-			usleep(10000);
+			usleep(argc == 5 && strcmp(argv[4], "hold50") == 0 ? 50000 : 10000);
 			pthread_spin_unlock(&locks[k].lock);
 		}
 		for (int i = 0; i < threads; i++)
 			pthread_join(tids[i], NULL);
 	} else {
-		fprintf(stderr, "usage: contended THREADS N LOCKS [exit|_exit] | contended none N\n");
+		fprintf(stderr, "usage: contended THREADS N LOCKS [exit|_exit|wait|fork_exit|hold50] | "
+		                "contended none N\n");
 		return 2;
 	}
 	for (int k = 0; k < nlocks; k++)

@@ -18,7 +18,9 @@
  * futex(2) on the lock word (read from /proc/PID/task/TID/syscall); then it
  * unlocks with a plain unlock (no wake-up call of its own), and every waiter
  * must get the lock, N times, within the watchdog: no lost wake-up.  Run it
- * with TICKET_WAIT=park TICKET_SPIN=1 TICKET_QUEUE=0.
+ * with TICKET_WAIT=park TICKET_SPIN=1 TICKET_QUEUE=0.  The core build
+ * takes -N MS (every nap MS long) and prints the children's sleeps that were
+ * woken and that timed out (parking.c's counts).
  *
  * The watchdog (-w, default 60 s) turns a hang into a report: the lock words
  * and the progress so far on stderr, exit status 3.
@@ -52,6 +54,7 @@
 #include "symbol_provider.h"
 
 #ifdef STRESS_CORE
+#include "parking.h"
 #include "ticket_lock.h"
 typedef ts_word_t stress_lock_t;
 #define PROVIDER "core (ts_lock linked in)"
@@ -101,6 +104,7 @@ struct shared {
 	uint64_t trylocks;                      /* acquisitions made by trylock */
 	uint64_t violations;
 	int go;                                 /* start line for the -P children */
+	uint64_t woken, timed_out;              /* the children's sleeps (core build) */
 	int started;                            /* start line for the workers */
 };
 
@@ -303,8 +307,20 @@ static int run_all(void *(*body)(void *))
 			return 1;
 		}
 		if (pid == 0) {
+			int status;
+
 			alarm(0);
-			_exit(run_process(p, body));
+			status = run_process(p, body);
+#ifdef STRESS_CORE
+			{
+				struct ts_sleep_counts counts;
+
+				ts_sleep_counts(&counts);
+				__atomic_fetch_add(&sh->woken, counts.woken, __ATOMIC_RELAXED);
+				__atomic_fetch_add(&sh->timed_out, counts.timed_out, __ATOMIC_RELAXED);
+			}
+#endif
+			_exit(status);
 		}
 		children[p] = pid;
 	}
@@ -431,6 +447,11 @@ static int park_check(void)
 	printf("park-check procs=%d threads=%d parked=%s (per process, %.3f s after the start) "
 	       "all-done=%.3f s after the unlock\n",
 	       nprocs, nthreads, counts, parked_at - start, end - parked_at);
+#ifdef STRESS_CORE
+	printf("children's sleeps: woken=%llu timed_out=%llu\n",
+	       (unsigned long long)__atomic_load_n(&sh->woken, __ATOMIC_RELAXED),
+	       (unsigned long long)__atomic_load_n(&sh->timed_out, __ATOMIC_RELAXED));
+#endif
 	if (unobservable) {
 		fprintf(stderr, "stress: cannot read /proc/PID/task/TID/syscall: parking not checked\n");
 		return 4;
@@ -457,7 +478,7 @@ int main(int argc, char **argv)
 	double start;
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
-	while ((opt = getopt(argc, argv, "p:t:n:l:w:s:P")) != -1) {
+	while ((opt = getopt(argc, argv, "p:t:n:l:w:s:PN:")) != -1) {
 		switch (opt) {
 		case 'p': nprocs = atoi(optarg); break;
 		case 't': nthreads = atoi(optarg); break;
@@ -466,6 +487,11 @@ int main(int argc, char **argv)
 		case 'w': timeout = atoi(optarg); break;
 		case 's': seed0 = (unsigned)strtoul(optarg, NULL, 10); break;
 		case 'P': park = 1; break;
+#ifdef STRESS_CORE
+		case 'N': /* every nap this long: a timed-out sleep is then a missed wake-up */
+			ts_nap_first_ns = ts_nap_max_ns = strtoull(optarg, NULL, 10) * 1000000ull;
+			break;
+#endif
 		default: return usage();
 		}
 	}

@@ -5,7 +5,9 @@
  */
 #include <criterion/criterion.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 #include "options.h"
 #include "slowpath.h"
@@ -183,4 +185,194 @@ Test(autotune, series_mode_keeps_the_next_in_line_polling)
 	cr_assert_eq(max_of(long_next_delay, 4), TS_DELAY_ONE);
 	cr_assert_gt(max_of(long_delay, 4), ts_config()->delay_min << TS_DELAY_SHIFT,
 	             "the series' far waiters still tune (max %u)", max_of(long_delay, 4));
+}
+
+/* ---- per-lock delays that last, and a tuner that comes back down ---------- */
+
+/*
+ * Two phases in the same threads (the table is per thread): first every
+ * thread contends for @first_lock, held @first_hold pauses; then, after a
+ * barrier, for @second_lock, held @second_hold pauses.  Records, per thread,
+ * the first lock's delay after each phase and the second lock's at the end.
+ */
+static ts_word_t *first_lock, *second_lock;
+static unsigned first_hold, second_hold;
+static long second_rounds;
+static pthread_barrier_t between_phases;
+static uint32_t first_after_1[8], first_after_2[8], second_after_2[8];
+
+static void *two_phases(void *arg)
+{
+	int id = (int)(uintptr_t)arg;
+
+	for (long i = 0; i < rounds; i++) {
+		ts_lock(first_lock, NULL);
+		hold(first_hold);
+		ts_unlock(first_lock);
+	}
+	first_after_1[id] = ts_delay_of(ts_config(), (const void *)first_lock);
+	pthread_barrier_wait(&between_phases);
+	for (long i = 0; i < second_rounds; i++) {
+		ts_lock(second_lock, NULL);
+		hold(second_hold);
+		ts_unlock(second_lock);
+	}
+	first_after_2[id] = ts_delay_of(ts_config(), (const void *)first_lock);
+	second_after_2[id] = ts_delay_of(ts_config(), (const void *)second_lock);
+	return NULL;
+}
+
+static void run_two_phases(int threads, long n1, long n2)
+{
+	pthread_t tids[8];
+
+	rounds = n1;
+	second_rounds = n2;
+	cr_assert_eq(pthread_barrier_init(&between_phases, NULL, (unsigned)threads), 0);
+	for (int i = 0; i < threads; i++)
+		cr_assert_eq(pthread_create(&tids[i], NULL, two_phases, (void *)(uintptr_t)i), 0);
+	for (int i = 0; i < threads; i++)
+		pthread_join(tids[i], NULL);
+	pthread_barrier_destroy(&between_phases);
+}
+
+/*
+ * TICKET_DELAY_TABLE=hashed keeps one tuned delay per lock: a thread that
+ * tuned a long-held lock, then contends for a short-held one on another
+ * slot, still has the first lock's delay, and holds tuned delays for both
+ * locks at once.  (With one entry for every lock, the second lock's first
+ * contended acquisition takes the entry over, and the first lock's delay
+ * starts again from the minimum.)
+ */
+Test(autotune, hashed_table_keeps_each_locks_delay_while_another_is_tuned)
+{
+	uint32_t min;
+	int both = 0;
+
+	environment("hashed");
+	pick_locks(0);
+	first_lock = long_lock;
+	second_lock = short_lock;
+	first_hold = 400;
+	second_hold = 40;
+	run_two_phases(4, 3000, 6000);
+	min = ts_config()->delay_min << TS_DELAY_SHIFT;
+	cr_assert_gt(max_of(first_after_1, 4), min, "no thread tuned the first lock: proves nothing");
+	for (int i = 0; i < 4; i++) {
+		cr_assert_eq(first_after_2[i], first_after_1[i],
+		             "thread %d: contending for another lock changed the first lock's delay "
+		             "from %u to %u", i, first_after_1[i], first_after_2[i]);
+		both += first_after_2[i] > min && second_after_2[i] > min;
+	}
+	cr_assert_gt(both, 0, "no thread holds tuned delays for two locks at once "
+	             "(first: %u %u %u %u; second: %u %u %u %u)",
+	             first_after_2[0], first_after_2[1], first_after_2[2], first_after_2[3],
+	             second_after_2[0], second_after_2[1], second_after_2[2], second_after_2[3]);
+}
+
+/*
+ * The tuner comes back down.  One thread, T, waits as the far waiter (two
+ * tickets ahead: the main thread's, holding, and a next in line's) in
+ * rounds.  First the lock is held 10 ms: T's looks find it busy, and its
+ * delay grows.  Then the hold time drops to nothing: the next in line takes
+ * and releases the lock at once, and T's first look finds its turn already
+ * come (it overslept): its delay must fall.  Counted, not timed: the rounds
+ * after which T's delay was lower than before.  (A round in which the next
+ * in line lost its CPU ends with busy looks instead, a little higher; with
+ * TICKET_DELAY_MIN set high, T's first look comes a thousand pauses or more
+ * after its draw, time enough for a running next in line.)
+ */
+static ts_word_t *far_lock;
+static int far_go, far_done;
+static uint32_t far_delay[64];
+
+static unsigned tickets_in_line(void)
+{
+	uint32_t word = __atomic_load_n(far_lock, __ATOMIC_ACQUIRE);
+
+	return ts_tickets_between(ts_serving(word), ts_next(word));
+}
+
+static void *take_once(void *arg)
+{
+	(void)arg;
+	ts_lock(far_lock, NULL);
+	ts_unlock(far_lock);
+	return NULL;
+}
+
+static void *far_waiter(void *arg)
+{
+	int rounds_left = (int)(intptr_t)arg;
+
+	for (int r = 0; r < rounds_left; r++) {
+		while (__atomic_load_n(&far_go, __ATOMIC_ACQUIRE) == r)
+			sched_yield();
+		ts_lock(far_lock, NULL);
+		ts_unlock(far_lock);
+		far_delay[r] = ts_delay_of(ts_config(), (const void *)far_lock);
+		__atomic_store_n(&far_done, r + 1, __ATOMIC_RELEASE);
+	}
+	return NULL;
+}
+
+Test(autotune, the_delay_comes_back_down_when_the_hold_time_drops)
+{
+	enum { LONG_ROUNDS = 10, SHORT_ROUNDS = 30 };
+	pthread_t far, next;
+	uint32_t min;
+	int fell = 0;
+
+	environment("hashed");
+	setenv("TICKET_WAIT", "spin", 1); /* T looks, never sleeps */
+	setenv("TICKET_DELAY_MIN", "1000", 1); /* a look costs a thousand pauses or more */
+	far_lock = &lock_pool[0].word;
+	cr_assert_eq(pthread_create(&far, NULL, far_waiter, (void *)(intptr_t)(LONG_ROUNDS + SHORT_ROUNDS)), 0);
+	for (int r = 0; r < LONG_ROUNDS + SHORT_ROUNDS; r++) {
+		ts_lock(far_lock, NULL);
+		cr_assert_eq(pthread_create(&next, NULL, take_once, NULL), 0);
+		while (tickets_in_line() < 2)
+			sched_yield();
+		__atomic_store_n(&far_go, r + 1, __ATOMIC_RELEASE);
+		while (tickets_in_line() < 3)
+			sched_yield();
+		if (r < LONG_ROUNDS)
+			usleep(10000);
+		cr_assert(ts_unlock(far_lock));
+		pthread_join(next, NULL);
+		while (__atomic_load_n(&far_done, __ATOMIC_ACQUIRE) < r + 1)
+			sched_yield();
+	}
+	pthread_join(far, NULL);
+	min = ts_config()->delay_min << TS_DELAY_SHIFT;
+	cr_assert_gt(far_delay[LONG_ROUNDS - 1], min,
+	             "the long holds did not tune the far waiter's delay up: proves nothing");
+	for (int r = LONG_ROUNDS; r < LONG_ROUNDS + SHORT_ROUNDS; r++)
+		fell += far_delay[r] < far_delay[r - 1];
+	cr_assert_gt(fell, 0, "in %d rounds without a hold, the far waiter's delay never fell "
+	             "(%u after the long holds, %u at the end)", SHORT_ROUNDS,
+	             far_delay[LONG_ROUNDS - 1], far_delay[LONG_ROUNDS + SHORT_ROUNDS - 1]);
+}
+
+/* The rule itself, at its bounds: oversleeping lowers a delay of 2 units or more. */
+Test(autotune, the_rule_lowers_an_overslept_delay_within_the_bounds)
+{
+	const struct ts_config *cfg;
+	uint32_t min, max;
+
+	environment("hashed");
+	cfg = ts_config();
+	min = cfg->delay_min << TS_DELAY_SHIFT;
+	max = cfg->delay_max << TS_DELAY_SHIFT;
+	for (uint32_t d = 2 * TS_DELAY_ONE; d <= max; d += d / 3) {
+		uint32_t down = ts_delay_after_poll(cfg, d, true);
+
+		cr_assert_lt(down, d, "overslept at %u: %u", d, down);
+		cr_assert_geq(down, min);
+		cr_assert_geq(ts_delay_after_poll(cfg, d, false), d);
+		cr_assert_leq(ts_delay_after_poll(cfg, d, false), max);
+		cr_assert_lt(ts_next_delay_after_poll(cfg, d, true), d);
+	}
+	cr_assert_eq(ts_delay_after_poll(cfg, min, true), min);
+	cr_assert_eq(ts_delay_after_poll(cfg, max, false), max);
 }

@@ -164,6 +164,29 @@ Test(config, min_above_max_reverts_both)
 	cr_assert_eq(cfg.delay_max, 16000);
 }
 
+/* The documented bounds, MIN <= MAX, at their edges: equal is accepted. */
+Test(config, min_equal_to_max_is_accepted)
+{
+	static const char *const equal[] = { "1", "50", "16000", "1000000" };
+	struct ts_config cfg;
+
+	for (size_t i = 0; i < sizeof(equal) / sizeof(equal[0]); i++) {
+		setenv("TICKET_DELAY_MIN", equal[i], 1);
+		setenv("TICKET_DELAY_MAX", equal[i], 1);
+		cr_assert_eq(ts_config_parse(&cfg), 0, "MIN = MAX = %s refused", equal[i]);
+		cr_assert_eq(cfg.delay_min, (uint32_t)atol(equal[i]));
+		cr_assert_eq(cfg.delay_max, (uint32_t)atol(equal[i]));
+	}
+	/* one above is refused, and both revert */
+	setenv("TICKET_DELAY_MIN", "51", 1);
+	setenv("TICKET_DELAY_MAX", "50", 1);
+	cr_assert_eq(ts_config_parse(&cfg), 1);
+	cr_assert_eq(cfg.delay_min, 1);
+	cr_assert_eq(cfg.delay_max, 16000);
+	unsetenv("TICKET_DELAY_MIN");
+	unsetenv("TICKET_DELAY_MAX");
+}
+
 static void run_probe(struct probe_result *r, const char *const *env)
 {
 	probe_run(r, env, (const char *const[]){ LOCKPROBE, "provider", NULL }, 30);
@@ -214,6 +237,20 @@ Test(config, strict_with_good_values_runs)
 	assert_probe_provider(&r);
 	cr_assert_eq(r.status, 0);
 	cr_assert_str_eq(r.err, "");
+}
+
+/* Under the preload, strict: MIN = MAX is no bad value, and is in force. */
+Test(config, min_equal_to_max_runs_strict)
+{
+	struct probe_result r;
+
+	run_probe(&r, (const char *const[]){ "TICKET_STRICT=1", "TICKET_VERBOSE=1",
+	                                     "TICKET_DELAY_MIN=7", "TICKET_DELAY_MAX=7", NULL });
+	assert_probe_provider(&r);
+	cr_assert_eq(r.status, 0, "status %d: %s", r.status, r.err);
+	cr_assert(strstr(r.err, " min=7 max=7 ") != NULL, "%s", r.err);
+	cr_assert_null(strstr(r.err, "not valid"), "%s", r.err);
+	cr_assert_null(strstr(r.err, "exceeds"), "%s", r.err);
 }
 
 Test(config, verbose_reports_the_effective_settings_once)

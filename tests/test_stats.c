@@ -533,3 +533,30 @@ Test(stats_squat, every_predictable_name_taken_still_gives_statistics)
 	cr_assert(started, "squatted names disabled the statistics");
 	cr_assert(strncmp(path, squat_dir, strlen(squat_dir)) == 0, "%s", path);
 }
+
+/*
+ * Wait times are right: one worker waits once, while main holds the lock
+ * 50 ms (asleep) after the worker's ticket is drawn; its wait cannot be
+ * shorter than that (the wait is timed from the first look, one backoff
+ * after the draw).  A lower bound only: no timing is asserted beyond what
+ * the sleep guarantees.
+ */
+Test(stats_program, a_lock_held_50_ms_shows_a_wait_of_50_ms)
+{
+	struct probe_result r;
+	void *address;
+	unsigned long count;
+	struct row row;
+
+	run_contended(&r, (const char *const[]){ "TICKET_STATS=1", NULL },
+	              (const char *const[]){ "1", "1", "1", "hold50", NULL });
+	program_lock(&r, 0, &address, &count);
+	cr_assert(row_of(r.err, address, &row), "no row for the lock:\n%s", r.err);
+	cr_assert_eq(row.contended, 1, "%s", r.err);
+	cr_assert_geq(row.wait_max, 45000.0, "the 50 ms wait shows as %.0f us:\n%s", row.wait_max,
+	              r.err);
+	cr_assert_geq(row.wait_mean, 45000.0, "%s", r.err);
+	cr_assert_geq(row.wait_total_ms, 45.0, "%s", r.err);
+	cr_assert_leq(row.wait_max, row.wait_total_ms * 1000.0 + 1.0, "one wait: max <= total:\n%s",
+	              r.err);
+}

@@ -43,6 +43,52 @@ Test(wrapper, options_reach_the_library)
 	cr_assert(strstr(r.out, "stats:") == NULL, "%s", r.out);
 }
 
+/* Files named ticketspin-stats.* in @dir. */
+static int stats_files_in(const char *dir)
+{
+	char cmd[256];
+	FILE *ls;
+	int n = 0;
+
+	snprintf(cmd, sizeof(cmd), "ls %s | grep -c '^ticketspin-stats\\.'", dir);
+	ls = popen(cmd, "r");
+	cr_assert(ls != NULL);
+	cr_assert_eq(fscanf(ls, "%d", &n), 1);
+	pclose(ls);
+	return n;
+}
+
+/*
+ * --stats-keep reaches the library as TICKET_STATS_KEEP: the shared
+ * statistics file stays after a normal exit (and without it, goes), and no
+ * other setting changes (the report still lists up to 20 locks).
+ */
+Test(wrapper, stats_keep_keeps_the_file_and_only_that)
+{
+	struct probe_result r;
+	char dir[] = "/tmp/ticketspin-wrapper-keepXXXXXX", xdg[128];
+
+	cr_assert(mkdtemp(dir) != NULL);
+	snprintf(xdg, sizeof(xdg), "XDG_RUNTIME_DIR=%s", dir);
+	wrap(&r, (const char *const[]){ NO_PRELOAD, xdg, "TICKET_STATS_KEEP=", "TICKET_STATS_TOP=",
+	                                NULL },
+	     (const char *const[]){ WRAPPER, "--stats", "--verbose", CONTENDED, "2", "1000", "1",
+	                            NULL });
+	cr_assert_eq(r.status, 0, "%s%s", r.out, r.err);
+	assert_probe_provider(&r);
+	cr_assert_eq(stats_files_in(dir), 0, "without --stats-keep the file goes");
+
+	wrap(&r, (const char *const[]){ NO_PRELOAD, xdg, "TICKET_STATS_KEEP=", "TICKET_STATS_TOP=",
+	                                NULL },
+	     (const char *const[]){ WRAPPER, "--stats", "--stats-keep", "--verbose", CONTENDED, "2",
+	                            "1000", "1", NULL });
+	cr_assert_eq(r.status, 0, "%s%s", r.out, r.err);
+	assert_probe_provider(&r);
+	cr_assert(strstr(r.err, " stats=stderr stats_top=20 ") != NULL, "%s", r.err);
+	cr_assert_eq(stats_files_in(dir), 1, "--stats-keep keeps the file:\n%s", r.err);
+	remove_tree(dir);
+}
+
 Test(wrapper, stats_file_relative_to_the_current_directory)
 {
 	struct probe_result r;
