@@ -161,7 +161,7 @@ bool ts_misuse_suspect_word(const void *lock, uint32_t word, uint8_t ticket,
 {
 	char where[160], from[160], note[96];
 	unsigned ahead = ts_tickets_between(ts_head(word), ticket);
-	uint32_t threads;
+	uint32_t threads = 0;
 	uint64_t skipped;
 
 	/*
@@ -170,6 +170,8 @@ bool ts_misuse_suspect_word(const void *lock, uint32_t word, uint8_t ticket,
 	 * (A ticket orphaned by a cancelled or killed waiter breaks this, and then
 	 * the lock is broken anyway.)  Unknown thread count: nothing is suspect.
 	 */
+	if (ts_word_is_foreign(word))
+		goto suspect;
 	if (ahead <= TS_MISUSE_AHEAD_CHEAP)
 		return false;
 	threads = system_threads(false);
@@ -183,18 +185,27 @@ bool ts_misuse_suspect_word(const void *lock, uint32_t word, uint8_t ticket,
 	threads = system_threads(true);
 	if (threads == 0 || ahead <= threads)
 		return false;
+suspect:
 	if (!should_report(lock, TS_MISUSE_SUSPECT_WORD, &skipped))
 		return true;
 	/* Not dladdr(): we hold a ticket (maps.h) */
 	ts_maps_describe(where, sizeof(where), lock);
 	ts_maps_describe(from, sizeof(from), caller);
 	ts_suppressed_note(note, sizeof(note), skipped);
-	ts_log("misuse: pthread_spin_lock(%s) called from %s: word 0x%08x is not a valid ticket "
-	       "lock: %u tickets ahead of ours (head %u, ours %u) but only %u threads on the "
-	       "system; not initialised with pthread_spin_init, overwritten, or written by "
-	       "another lock implementation?  Waiting in line anyway, possibly forever "
-	       "(reported once per lock)%s",
-	       where, from, word, ahead, ts_head(word), ticket,
-	       threads, note);
+	if (ts_word_is_foreign(word))
+		ts_log("misuse: pthread_spin_lock(%s) called from %s: word 0x%08x is not a valid "
+		       "ticket lock: it has bits this library never sets (%u tickets ahead of ours, "
+		       "head %u, ours %u); glibc's own spinlock leaves such words: is the lock also "
+		       "used by a process without the preload (set-user-ID, statically linked), "
+		       "or overwritten?  Waiting in line anyway, possibly forever "
+		       "(reported once per lock)%s",
+		       where, from, word, ahead, ts_head(word), ticket, note);
+	else
+		ts_log("misuse: pthread_spin_lock(%s) called from %s: word 0x%08x is not a valid "
+		       "ticket lock: %u tickets ahead of ours (head %u, ours %u) but only %u threads "
+		       "on the system; not initialised with pthread_spin_init, overwritten, or "
+		       "written by another lock implementation?  Waiting in line anyway, possibly "
+		       "forever (reported once per lock)%s",
+		       where, from, word, ahead, ts_head(word), ticket, threads, note);
 	return true;
 }

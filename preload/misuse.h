@@ -54,7 +54,8 @@ void ts_misuse_destroy_held(const void *lock, uint32_t word, const void *caller)
 
 /*
  * @word: the lock word seen after drawing @ticket.  Reports (once per lock)
- * when the tickets ahead of @ticket outnumber the threads on the system;
+ * when it has bits this library never sets (ts_word_is_foreign()), or when
+ * the tickets ahead of @ticket outnumber the threads on the system;
  * returns true if the word was judged impossible, whether reported or not.
  */
 bool ts_misuse_suspect_word(const void *lock, uint32_t word, uint8_t ticket,
@@ -69,7 +70,8 @@ bool ts_misuse_suspect_word(const void *lock, uint32_t word, uint8_t ticket,
 static inline void ts_misuse_check_line(ts_word_t *lock, uint32_t word, uint8_t ticket,
                                         const void *caller)
 {
-	if (__builtin_expect(ts_tickets_between(ts_head(word), ticket) > TS_MISUSE_AHEAD_CHEAP, 0))
+	if (__builtin_expect(ts_tickets_between(ts_head(word), ticket) > TS_MISUSE_AHEAD_CHEAP ||
+	                     ts_word_is_foreign(word), 0))
 		(void)ts_misuse_suspect_word(lock, word, ticket, caller);
 }
 

@@ -381,6 +381,9 @@ static enum how_taken wait_in_queue(struct waiter *w, uint8_t ticket, uint32_t w
 					spin_on = now - next_since < TS_NEXT_SPIN_NS;
 				}
 				if (!spin_on) {
+					/* As once per spin budget below, but once per sleep. */
+					ts_stall_check(&w->stall, cfg, w->lock, w->caller, pos + 1, word,
+					               false, ts_now_ns());
 					give_way(w, ticket, false);
 					next_since = 0;
 					word = __atomic_load_n(w->lock, __ATOMIC_RELAXED);

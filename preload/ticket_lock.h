@@ -121,6 +121,19 @@ static inline uint32_t ts_queued(uint32_t word)
 	return ts_tickets_between(ts_head(word), ts_next(word));
 }
 
+/*
+ * Bits this library never sets: the low four of the lock byte while it is
+ * held (glibc's unlocked word, 1, is a free lock here), and bit 23.  glibc's
+ * words for a lock held with waiters (0, -1, -2...: it counts down) have
+ * them: a lock also used by code without the preload (a set-user-ID helper,
+ * a statically linked program) shows them.
+ */
+#define TS_RESERVED_BIT (1u << 23)
+static inline bool ts_word_is_foreign(uint32_t word)
+{
+	return (word & TS_RESERVED_BIT) || ((word & 0x0fu) && (word & TS_LOCKED));
+}
+
 /* No one holds the lock and no one waits in the queue. */
 static inline bool ts_word_is_idle(uint32_t word)
 {

@@ -43,11 +43,12 @@ static int failures;
 		}                                         \
 	} while (0)
 
+/* Threads holding or queued for the lock: the queue's tickets, and the holder. */
 static unsigned tickets_in_line(void)
 {
 	uint32_t word = __atomic_load_n((uint32_t *)&probe_lock, __ATOMIC_ACQUIRE);
 
-	return ts_tickets_between(ts_serving(word), ts_next(word));
+	return ts_queued(word) + (ts_is_held(word) ? 1u : 0u);
 }
 
 static void sleep_ms(long ms)

@@ -101,22 +101,6 @@ Test(misuse, reports_are_rate_limited)
 	             "the last report should count the suppressed ones:\n%s", r.err);
 }
 
-/* Threads on the whole system, as misuse.c counts them (/proc/loadavg); 0: unknown. */
-static unsigned system_threads(void)
-{
-	char buf[128] = "";
-	FILE *f = fopen("/proc/loadavg", "r");
-	const char *slash;
-
-	if (f == NULL)
-		return 0;
-	if (fgets(buf, sizeof(buf), f) == NULL)
-		buf[0] = '\0';
-	fclose(f);
-	slash = strchr(buf, '/');
-	return slash != NULL ? (unsigned)strtoul(slash + 1, NULL, 10) : 0;
-}
-
 /*
  * The waiter on a suspect word keeps its place: it does not get the lock
  * while the phantom tickets ahead are not served, and (@serve "1") gets it
@@ -148,18 +132,8 @@ static void suspect(const char *const *env, const char *word, const char *serve)
 	struct probe_result r;
 	char needle[64];
 	unsigned ahead = suspect_waits(&r, env, word, serve);
-	unsigned threads = system_threads();
 
-	/*
-	 * misuse.c reports a word only when the tickets ahead outnumber the
-	 * threads on the system; a queue holds at most TS_QUEUE_CAPACITY - 1
-	 * tickets ahead of a new one.
-	 */
-	cr_assert(threads != 0 && ahead > threads,
-	          "a waiter can have at most %u tickets ahead of it, and this system runs %u "
-	          "threads: the suspect-word report (ahead > threads) cannot fire here",
-	          ahead, threads);
-	snprintf(needle, sizeof(needle), " %u tickets ahead of ours", ahead);
+	snprintf(needle, sizeof(needle), "(%u tickets ahead of ours", ahead);
 	cr_assert_eq(count_lines(r.err, "is not a valid ticket lock"), 1, "%s", r.err);
 	cr_assert_eq(count_lines(r.err, needle), 1, "%s", r.err);
 	cr_assert_eq(count_lines(r.err, "probe_suspect_lock"), 1, "lock not named:\n%s", r.err);
@@ -169,12 +143,14 @@ static void suspect(const char *const *env, const char *word, const char *serve)
 
 /*
  * A garbage word: held (TS_LOCKED), with 126 phantom tickets in the queue (head 0, next
- * 126: the most a waiter can find ahead of it, the queue holding 127), is
+ * 126: the most a waiter can find ahead of it, the queue holding 127), and
+ * bit 23, which the library never sets (glibc's contended words have it), is
  * reported once, and the waiter keeps its place: when the probe serves the
  * phantom tickets, it gets the lock, in every waiting policy (a sleeper's nap
- * is bounded: it finds itself at the head when it wakes).
+ * is bounded: it finds itself at the head when it wakes).  (A queue of 126
+ * alone is no proof: a system can run more threads than that.)
  */
-#define SUSPECT_WORD "0x7e000010"
+#define SUSPECT_WORD "0x7e800010"
 #define SUSPECT_TESTS(name, env)                                                        \
 	Test(misuse, suspect_word_waiter_keeps_its_place_##name)                        \
 	{                                                                               \
