@@ -58,10 +58,10 @@
 #include "ticket_lock.h"
 typedef ts_word_t stress_lock_t;
 #define PROVIDER "core (ts_lock linked in)"
+/* As pthread_spin_init() does (spin_api.c): a process-shared lock is marked. */
 static int s_init(stress_lock_t *l, int pshared)
 {
-	(void)pshared;
-	__atomic_store_n(l, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(l, pshared == PTHREAD_PROCESS_SHARED ? TS_SHARED : 0, __ATOMIC_RELAXED);
 	return 0;
 }
 static int s_lock(stress_lock_t *l)

@@ -271,8 +271,8 @@ Test(autotune, hashed_table_keeps_each_locks_delay_while_another_is_tuned)
 }
 
 /*
- * The tuner comes back down.  One thread, T, waits as the far waiter (two
- * tickets ahead: the main thread's, holding, and a next in line's) in
+ * The tuner comes back down.  One thread, T, waits as the far waiter (behind
+ * the head of the queue, a thread queued while the main thread holds) in
  * rounds.  First the lock is held 10 ms: T's looks find it busy, and its
  * delay grows.  Then the hold time drops to nothing: the next in line takes
  * and releases the lock at once, and T's first look finds its turn already
@@ -286,11 +286,12 @@ static ts_word_t *far_lock;
 static int far_go, far_done;
 static uint32_t far_delay[64];
 
+/* The holder and the threads queued behind it (the holder has no ticket). */
 static unsigned tickets_in_line(void)
 {
 	uint32_t word = __atomic_load_n(far_lock, __ATOMIC_ACQUIRE);
 
-	return ts_tickets_between(ts_serving(word), ts_next(word));
+	return ts_queued(word) + (ts_is_held(word) ? 1u : 0u);
 }
 
 static void *take_once(void *arg)

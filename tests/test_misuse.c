@@ -175,7 +175,7 @@ Test(misuse, suspect_word_is_reported_parked)
 
 /*
  * Words with at most 64 tickets in the queue are never questioned (the
- * cheap bound): 0xdeadbeef has 49 in its queue and is marked process-shared
+ * cheap bound): 0xde2d0000 has 49 in its queue and is marked process-shared
  * (bit 31), so no one steals it; the waiter keeps its place and gets the
  * lock when served, unreported.
  */
@@ -183,8 +183,8 @@ Test(misuse, short_queue_word_is_not_questioned)
 {
 	struct probe_result r;
 
-	run_probe(&r, MODE_ENV("TICKET_WAIT=yield"), "suspect", "0xdeadbeef", "1");
-	cr_assert(strstr(r.out, "suspect word 0xdeadbeef: 49 tickets ahead of the waiter; after "
+	run_probe(&r, MODE_ENV("TICKET_WAIT=yield"), "suspect", "0xde2d0000", "1");
+	cr_assert(strstr(r.out, "suspect word 0xde2d0000: 49 tickets ahead of the waiter; after "
 	                        "0.3 s: still waiting"), "%s", r.out);
 	cr_assert(strstr(r.out, ": acquired"), "%s", r.out);
 	cr_assert_eq(count_lines(r.err, "is not a valid ticket lock"), 0, "%s", r.err);
