@@ -12,6 +12,8 @@
  *       must get it
  *   reliabilityprobe churn PAIRS  PAIRS times two short-lived threads that
  *       initialise a lock and contend for probe_lock once, then exit
+ *   reliabilityprobe fork ROUNDS  ROUNDS forks while a thread waits in
+ *       probe_lock's queue: the child must find the lock usable
  *
  * stdout: "provider ...", then one line per step; exit status 0 when every
  * check held, 1 when one failed (or a step did not finish within 10 s), 2 usage.
@@ -25,6 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "symbol_provider.h"
@@ -213,6 +216,61 @@ static int mode_churn(long pairs)
 	return failures ? 1 : 0;
 }
 
+/* ---- fork ------------------------------------------------------------------- */
+
+static void *wait_for_probe_lock(void *arg)
+{
+	(void)arg;
+	pthread_spin_lock(&probe_lock);
+	pthread_spin_unlock(&probe_lock);
+	return NULL;
+}
+
+/*
+ * @rounds times, the pthread_atfork idiom with a waiter: the parent holds
+ * probe_lock, a thread queues for it, the parent forks while it waits; the
+ * child releases the lock (as the idiom's child handler does) and must then
+ * take it a thousand times, with no thread of its own in the queue; the
+ * parent does the same and joins its waiter.
+ */
+static int mode_fork(long rounds)
+{
+	pthread_spin_init(&probe_lock, PTHREAD_PROCESS_PRIVATE);
+	for (long r = 0; r < rounds; r++) {
+		pthread_t waiter;
+		int status;
+		pid_t child;
+
+		step = "a waiter queues";
+		pthread_spin_lock(&probe_lock);
+		pthread_create(&waiter, NULL, wait_for_probe_lock, NULL);
+		while (tickets_in_line() < 2)
+			sched_yield();
+		child = fork();
+		if (child == 0) {
+			alarm(10);
+			pthread_spin_unlock(&probe_lock);
+			for (int i = 0; i < 1000; i++) {
+				pthread_spin_lock(&probe_lock);
+				pthread_spin_unlock(&probe_lock);
+			}
+			/* the ghost's ticket is gone: the word is idle, all zero */
+			_exit(tickets_in_line() == 0 && *(volatile uint32_t *)&probe_lock == 0 ? 0 : 3);
+		}
+		pthread_spin_unlock(&probe_lock);
+		pthread_join(waiter, NULL);
+		step = "the child";
+		waitpid(child, &status, 0);
+		CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+		      "round %ld: the child %s", r,
+		      WIFEXITED(status) ? "found its lock's queue not empty" : "hung (or crashed)");
+		if (failures)
+			break;
+	}
+	printf("fork: %ld rounds\n", rounds);
+	return failures ? 1 : 0;
+}
+
 int main(int argc, char **argv)
 {
 	pthread_t dog;
@@ -226,6 +284,9 @@ int main(int argc, char **argv)
 		return mode_churn(atol(argv[2]));
 	if (argc == 4 && strcmp(argv[1], "dlopen") == 0)
 		return mode_dlopen(argv[2], atol(argv[3]));
-	fprintf(stderr, "usage: reliabilityprobe cancel HOLD_MS | dlopen LIB HOLD_MS\n");
+	if (argc == 3 && strcmp(argv[1], "fork") == 0)
+		return mode_fork(atol(argv[2]));
+	fprintf(stderr, "usage: reliabilityprobe cancel HOLD_MS | dlopen LIB HOLD_MS | churn PAIRS"
+	                " | fork ROUNDS\n");
 	return 2;
 }

@@ -4,7 +4,9 @@
  * threads.  The probes run under the preload; the misuse check is called
  * directly (linked with the core).
  */
+#include <errno.h>
 #include <pthread.h>
+#include <string.h>
 #include <sys/stat.h>
 
 #include "misuse.h"
@@ -174,4 +176,49 @@ Test(churn, statistics_file_bounded_by_the_threads_alive)
 	cr_assert_not_null(strstr(r.err, "ticketspin: stats: pid "), "%s", r.err);
 	cr_assert_null(strstr(r.err, " 0 locks contended"), "%s", r.err);
 	cr_assert_null(strstr(r.err, "not recorded"), "%s", r.err);
+}
+
+/*
+ * Issue 18 item 2: a thread waits in the queue when another forks (the
+ * pthread_atfork idiom: the forking thread holds the lock); the child's
+ * queue must not keep the waiter's ticket, which no thread of the child will
+ * ever serve.  In strict FIFO it would hang the child's first locker; by
+ * default it would leave it on the slow path for good.
+ */
+static void fork_rounds(const char *const *env)
+{
+	struct probe_result r;
+
+	probe_run(&r, env, (const char *const[]){ RELIABILITYPROBE, "fork", "20", NULL }, 60);
+	cr_assert(strstr(r.out, "libticketspin") != NULL, "not preloaded:\n%s", r.out);
+	cr_assert_eq(r.status, 0, "status %d\n%s%s", r.status, r.out, r.err);
+	cr_assert(strstr(r.out, "fork: 20 rounds") != NULL, "%s", r.out);
+}
+
+Test(fork, a_waiter_at_fork_leaves_no_ticket_in_the_child)
+{
+	fork_rounds(NULL);
+}
+
+Test(fork, a_waiter_at_fork_leaves_no_ticket_in_the_child_strict_fifo)
+{
+	fork_rounds((const char *const[]){ "TICKET_QUEUE=0", NULL });
+}
+
+/*
+ * Issue 18 item 10: glibc's unlocked word (1) is a free lock: trylock takes
+ * it (it returned EBUSY forever), and destroy of such a word reports
+ * nothing (it reported "4294967295 threads waiting").
+ */
+Test(glibc_word, trylock_takes_glibc_unlocked_word)
+{
+	pthread_spinlock_t lock = 1;
+
+	cr_assert_eq(pthread_spin_trylock(&lock), 0, "word %#x", (unsigned)lock);
+	cr_assert_eq(pthread_spin_trylock(&lock), EBUSY);
+	cr_assert_eq(pthread_spin_unlock(&lock), 0);
+	cr_assert_eq(lock, 0, "word %#x", (unsigned)lock);
+	lock = 1;
+	cr_assert_eq(pthread_spin_destroy(&lock), 0);
+	cr_assert_eq(ts_misuse_count(TS_MISUSE_DESTROY_HELD), 0);
 }
