@@ -233,41 +233,47 @@ static bool take_as_head(struct waiter *w, uint8_t ticket, uint32_t *word)
 }
 
 /*
- * The last in line takes the free lock of @*word in the place of a watching
- * head that is not running, giving its ticket back (I2).  False, with
+ * The last in line takes the free lock of @*word in the place of a head
+ * that is not running, giving its ticket back (I2).  False, with
  * @*word reloaded, when the word changed.
  */
 static bool escape(struct waiter *w, uint32_t *word)
 {
 	uint32_t taken = with_next(*word, ts_next(*word) - 1u) & ~(TS_WATCHING | TS_BYPASS_MASK);
 
-	/* Only the head is left, and it was watching, not asleep (I4). */
+	/*
+	 * Only the head is left (I4): if it sleeps, its wake-up is already due
+	 * (TS_WAKE_NEXT from the take that made it the head, or TS_WAKE_HEAD).
+	 */
 	if (ts_queued(taken) <= 1)
 		taken &= ~TS_SLEEPERS;
-
-	/* ACQUIRE pairs with the RELEASE store in ts_unlock(). */
 	taken = (taken & ~TS_LOCK_BYTE) | TS_LOCKED;
-	return __atomic_compare_exchange_n(w->lock, word, taken, false, __ATOMIC_ACQUIRE,
-	                                   __ATOMIC_RELAXED);
+	/* ACQUIRE pairs with the RELEASE store in ts_unlock(). */
+	if (!__atomic_compare_exchange_n(w->lock, word, taken, false, __ATOMIC_ACQUIRE,
+	                                 __ATOMIC_RELAXED))
+		return false;
+	if (ts_queued(*word) >= queue_capacity(w->cfg))
+		ts_wake_outside(w->hash); /* room in the queue now (the model's R2) */
+	return true;
 }
 
-/* Sleep, or yield, as TICKET_WAIT says; true if we slept. */
-static bool give_way(struct waiter *w, uint8_t ticket, bool as_head)
+/* Sleep, or yield, as TICKET_WAIT says; how a sleep ended (SKIPPED: none). */
+static enum ts_sleep give_way(struct waiter *w, uint8_t ticket, bool as_head)
 {
 	enum ts_sleep how;
 
 	if (w->cfg->wait != TS_WAIT_PARK) {
 		sched_yield();
 		w->st.yields++;
-		return false;
+		return TS_SLEEP_SKIPPED;
 	}
 	how = as_head ? ts_sleep_as_head(w->lock, w->hash, ticket, w->nap_ns)
 	              : ts_sleep_in_queue(w->lock, w->hash, ticket, w->nap_ns);
 	if (how == TS_SLEEP_SKIPPED)
-		return false;
+		return how;
 	w->st.parks++;
 	w->nap_ns = ts_nap_after(w->nap_ns, how);
-	return true;
+	return how;
 }
 
 /*
@@ -400,12 +406,25 @@ static enum how_taken wait_in_queue(struct waiter *w, uint8_t ticket, uint32_t w
 			if (cfg->wait != TS_WAIT_SPIN &&
 			    stalled >= (uint64_t)cfg->spin_budget * (pos == 0 ? TS_HEAD_PATIENCE : 1)) {
 				/*
-				 * After a sleep that saw no progress, the next look
-				 * comes straight back here and sleeps twice as long;
-				 * after a yield, spin a budget again.
+				 * After a nap that ran out, the next look comes
+				 * straight back here and sleeps twice as long; after
+				 * a yield, spin a budget again.  A wake-up is the lock
+				 * changing hands even if the word looks the same (the
+				 * holder that woke us may have taken it again at once):
+				 * a budget of watching before any sleep, or a head
+				 * woken by the unlock would sleep again at once and
+				 * never count a steal.
 				 */
-				next_check = give_way(w, ticket, pos == 0) ? stalled
-				                                             : stalled + cfg->spin_budget;
+				switch (give_way(w, ticket, pos == 0)) {
+				case TS_SLEEP_TIMEOUT:
+					next_check = stalled;
+					break;
+				case TS_SLEEP_WOKEN:
+					seen = UINT32_MAX;
+					break;
+				default:
+					next_check = stalled + cfg->spin_budget;
+				}
 				word = __atomic_load_n(w->lock, __ATOMIC_RELAXED);
 				continue;
 			}
