@@ -146,6 +146,7 @@ byte tk[NT];             /* ... this one */
 bool watch_on;           /* the head of the queue watches (it set TS_WATCHING, or joined with it) */
 byte watch_tk;           /* ... holding this ticket */
 byte bypassed;           /* steals since that watch began */
+byte queue_len;          /* scratch for the capacity assertion (0 between steps) */
 bool want[NT];           /* in pthread_spin_lock(), not yet the owner */
 byte done;               /* threads finished */
 
@@ -344,7 +345,9 @@ lock_slow:
 				word = x;
 				t = nextt(w);
 				drew(me, t);
-				assert(queued(x) <= QCAP);          /* I2: the capacity */
+				queue_len = queued(x);
+				assert(queue_len <= QCAP);          /* I2: the capacity */
+				queue_len = 0;
 				if
 				:: queued(w) == 0 && !STRICT ->
 					watch_on = 1; watch_tk = t; bypassed = 0
