@@ -3,11 +3,13 @@
 # configuration, and each seeded bug (mutation), printing SPIN's verdict
 # lines.  Exits non-zero when a configuration's verdict is not the expected
 # one: errors for the real model where none are expected, or a mutation (or a
-# documented reliance on a nap's timeout) that SPIN does not reject.
+# documented reliance on a nap's timeout) that SPIN does not reject.  A
+# mutation must be rejected by the property named for it.  A table of all
+# runs comes last.
 #
 #   verify.sh [--quick] [SRCDIR]
 #
-# --quick is the reduced set that 'make check' runs (well under a minute);
+# --quick is the reduced set that 'make check' runs (under a minute);
 # without it, every configuration of the table in model/README.md.
 # Environment: SPIN (default: spin), CC (default: cc), NICE (default: nice;
 # empty to run pan at normal priority), WORKDIR (default:
