@@ -424,7 +424,12 @@ wait_in_queue:
 				:: else
 				fi;
 				if
+#ifdef MUT_SLEEPERS_TWO_BEHIND
+				/* Mutation: TS_SLEEPERS dropped with two waiters behind. */
+				:: s <= 2 -> x = x & (WMASK - SLEEPERS)
+#else
 				:: s <= 1 -> x = x & (WMASK - SLEEPERS)
+#endif
 				:: else
 				fi
 			:: else

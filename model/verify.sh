@@ -181,6 +181,9 @@ check mut-no-wake-next fail "-DNT=3 -DNACQ=1 -DTIMEOUT_QUEUE=0 -DMUT_NO_WAKE_NEX
 if [ $quick -eq 0 ]; then
 	check mut-escape-not-last fail "-DNT=3 -DNACQ=2 -DBYPASS=1 -DMUT_ESCAPE_NOT_LAST" "$SAFE" "$M" \
 		"mutation: escape when not last in line" "has\\["
+	check mut-sleepers-two-behind fail "-DNT=3 -DNACQ=2 -DTIMEOUT_QUEUE=0 -DMUT_SLEEPERS_TWO_BEHIND" "$SAFE" "$M" \
+		"mutation: take_as_head() drops TS_SLEEPERS with two waiters behind (sleeps in the queue never time out)" \
+		"invalid end state"
 	check mut-join-no-cap fail "-DNT=3 -DNACQ=2 -DBYPASS=1 -DQCAP=2 -DMUT_JOIN_NO_CAP" "$SAFE" "$M" \
 		"mutation: join the queue without checking its capacity" queue_len
 fi
