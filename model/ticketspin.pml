@@ -1,55 +1,57 @@
 /*
  * ticketspin.pml - the lock protocol of preload/ticket_lock.h,
- * preload/slowpath.c and preload/parking.c, for SPIN (issue 12).
+ * preload/slowpath.c and preload/parking.c, for SPIN (issue 17; the lock
+ * byte, the ticket queue and bounded stealing).
  *
- * What is mirrored, and how (see model/README.md for the properties and the
+ * What is mirrored, and how (model/README.md has the properties and the
  * verdicts):
  *
- *  - One lock word, scaled: each half is 4 bits instead of 16, tickets still
- *    advance by four (TS_TICKET_STEP), so a half holds four tickets and the
- *    two flag bits, with the C's masking arithmetic (ts_serving, ts_next,
- *    ts_tickets_between, ts_word_is_free).  Four tickets for at most three
- *    waiters is the C's limit scaled down (16,384 tickets, 16,383 waiters),
- *    and every run of four or more acquisitions wraps "serving" and "next".
+ *  - One lock word, scaled: the lock byte (TS_LOCKED, TS_WAKE_HEAD,
+ *    TS_WAKE_NEXT where the C has them), a 2-bit bypass count, TS_WATCHING,
+ *    TS_SLEEPERS, and 2-bit "head" and "next" tickets instead of 7-bit ones,
+ *    with the C's masking arithmetic (ts_head, ts_next, ts_tickets_between,
+ *    ts_queued, with_head, with_next).  TS_QUEUE_CAPACITY scales to 3 (the
+ *    ticket mask, as in the C); QCAP is cfg->queue_capacity (TICKET_QUEUE);
+ *    BYPASS is cfg->bypass_max (TICKET_BYPASS, 0: strict FIFO).
+ *    TS_STATS_DUE and TS_SHARED are not modelled.
  *  - x86-TSO: each machine instruction is one atomic step.  Locked
- *    read-modify-writes (fetch-add, fetch-or, compare-and-swap) first drain
- *    the thread's store buffer and act on memory.  Plain loads read the
- *    thread's own buffered store first (store forwarding), then memory.  The
- *    plain stores (the 16-bit unlock store of ts_unlock() and
- *    ts_unlock_slow(); under -DMUT_PARK_STORE also the mutated park) enter a
- *    per-thread store buffer of depth one (asserted), which the process
- *    "memory" drains at any moment.  The futex system calls drain the buffer
- *    too (the kernel takes locks and barriers before it compares or wakes).
+ *    read-modify-writes (compare-and-swap, fetch-or, fetch-add) and the
+ *    futex system calls first drain the thread's store buffer and act on
+ *    memory.  Plain loads (relaxed, acquire and seq_cst loads are all a mov)
+ *    read the thread's own buffered store first, then memory.  The unlock's
+ *    plain byte store of 0 (ts_unlock, ts_unlock_slow) enters a per-thread
+ *    store buffer of depth one (asserted: every path from one unlock to the
+ *    next passes a locked instruction), which the process "memory" drains
+ *    at any moment; draining it writes the low byte only, so the flags and
+ *    tickets that others changed meanwhile with atomic operations survive.
  *  - Futexes: FUTEX_WAIT_BITSET compares the word with the value read and
- *    enqueues atomically (sleeps only while the word still holds that
- *    value); FUTEX_WAKE_BITSET wakes every sleeper whose ticket bit matches.
- *    The outsiders' table is one slot (one lock): sequence word, sleepers
- *    count, FUTEX_WAIT_PRIVATE on the sequence, FUTEX_WAKE_PRIVATE of one
- *    sleeper (any one: the kernel's FIFO order is one of the choices).
- *  - Naps: with TIMEOUT_INLINE / TIMEOUT_OUTSIDE (default 1) a sleep on the
- *    lock word / on the parking slot may end at any moment (the nap ran out,
- *    or a spurious wake: EINTR, a bit shared by tickets 32 apart).  With 0,
- *    only a wake-up ends it: an end state with a sleeper is then a wake-up
- *    that only the timeout would have delivered.
- *  - Policy is nondeterministic, guarded only by what the C checks on the
- *    word: when to stall-check (note_stall's fetch-or), when to sleep, when a
- *    turn has been unclaimed long enough to borrow (may_borrow's spin budget
- *    and reborrows), whether the streak allows taking turns and others wait
- *    outside, whether lending mode is dropped (ts_stalled_recently), when an
- *    outsider's spin allowance runs out.  So every tuning of TICKET_SPIN,
- *    TS_TURN_BATCH, TS_REBORROW_MAX, TS_NEXT_IN_LINE_PATIENCE,
- *    TS_STALL_MEMORY_MS and the nap schedule is covered.  TICKET_WAIT=park
- *    (the default) is modelled; spin and yield never sleep, a subset.
+ *    enqueues atomically; FUTEX_WAKE_BITSET wakes every sleeper of the
+ *    ticket's bit (tickets are distinct here: bit = ticket).  One parking
+ *    slot (one lock): seq for the queue, outside_seq for the outsiders.
+ *  - Naps: with TIMEOUT_QUEUE / TIMEOUT_HEAD / TIMEOUT_OUTSIDE (default 1) a
+ *    sleep in the queue / as head / outside may end at any moment (the nap
+ *    ran out, or a spurious wake).  With 0 only a wake-up ends it: an end
+ *    state with a sleeper is then a wake-up only the nap would deliver.
+ *  - Policy as choice, guarded only by what the C checks on the word: when a
+ *    look finds nothing to do, the waiter may look again or sleep (the spin
+ *    budget, TS_HEAD_PATIENCE); behind the head (not strict) it may look
+ *    again only as the next after a watching head (TS_NEXT_SPIN_NS) or while
+ *    the escape condition holds; the escape (TS_ESCAPE_NS) may happen at any
+ *    look where its condition holds; an outsider may pause or sleep.  So
+ *    every tuning of the budgets and clocks is covered.  TICKET_WAIT=park
+ *    (the default) is modelled; spin and yield leave out sleeps.
  *
- * Ghost state (not in the C) checks the properties: in_cs (mutual
- * exclusion), expect (the ticket to be served next), has/tk (who holds which
- * ticket), want (a lock() call is waiting: the progress claim).
+ * Ghost state (not in the C): in_cs (mutual exclusion), has/tk (who holds
+ * which ticket), watch_on/watch_tk/bypassed (the watch of the head of the
+ * queue and the steals counted against it: the bypass bound), want (a
+ * lock() call waiting: the progress claim), done.
  *
  * Configuration (spin -D...): NT threads (2 or 3), NACQ lock/unlock pairs
- * each, QMAX = TICKET_QUEUE (0: strict FIFO), TRYLOCK (each acquisition may
- * be a pthread_spin_trylock), UNLOCK_LOCKED (the unlock as one locked
- * instruction: closes the documented race, see README), PROGRESS (the LTL
- * claim), and the MUT_* mutations (README).
+ * each, QCAP, BYPASS, TRYLOCK (each acquisition may be a trylock),
+ * UNLOCK_LOCKED (the unlock's load and store as one locked instruction:
+ * closes the head's documented window), OUT_CAP (the capacity
+ * ts_sleep_outside() compares with: TS_QUEUE_CAPACITY as in the C, 3),
+ * PROGRESS (the LTL claim), and the MUT_* mutations (README).
  */
 
 #ifndef NT
@@ -58,11 +60,20 @@
 #ifndef NACQ
 #define NACQ 2
 #endif
-#ifndef QMAX
-#define QMAX 1
+#ifndef BYPASS
+#define BYPASS 1
 #endif
-#ifndef TIMEOUT_INLINE
-#define TIMEOUT_INLINE 1
+#ifndef QCAP
+#define QCAP 3
+#endif
+#ifndef OUT_CAP
+#define OUT_CAP 3
+#endif
+#ifndef TIMEOUT_QUEUE
+#define TIMEOUT_QUEUE 1
+#endif
+#ifndef TIMEOUT_HEAD
+#define TIMEOUT_HEAD 1
 #endif
 #ifndef TIMEOUT_OUTSIDE
 #define TIMEOUT_OUTSIDE 1
@@ -74,228 +85,159 @@
 #define TRYLOCK 0
 #endif
 
-/* ticket_lock.h, scaled: 4-bit halves instead of 16-bit ones. */
-#define HB          4                 /* bits in a half (16 in the C) */
-#define HMASK       15                /* a half (0xffff) */
-#define HIGH        240               /* the "next" half, in place */
-#define WMASK       255               /* the word (uint32_t wrap-around) */
-#define STEP        4                 /* TS_TICKET_STEP */
-#define TMASK       12                /* TS_TICKET_MASK (0xfffc) */
-#define HANDOFF     1                 /* TS_HANDOFF */
-#define BORROWED    2                 /* TS_BORROWED */
-#define LENDING     16                /* TS_LENDING  (bit 16) */
-#define SLEEPERS    32                /* TS_SLEEPERS (bit 17) */
-#define NEXT_STEP   64                /* TS_NEXT_STEP */
-#define UNLOCK_FLAGS (LENDING | SLEEPERS | HANDOFF | BORROWED)
+#define STRICT (BYPASS == 0)      /* strict_fifo(): TICKET_BYPASS=0 or TICKET_QUEUE=0 */
 
-#define serving(w)     ((w) & TMASK)                          /* ts_serving() */
-#define next(w)        (((w) >> HB) & TMASK)                  /* ts_next() */
-#define between(f, t)  ((((t) - (f)) & TMASK) / STEP)         /* ts_tickets_between() */
-#define is_free(w)     ((((((w) ^ ((w) >> HB)) & TMASK)) | ((w) & (HANDOFF | BORROWED))) == 0)
-#define is_last(w, t)  (next(w) == (((t) + STEP) & HMASK))    /* is_last_in_line() */
+/* ticket_lock.h, scaled. */
+#define LOCKED      1             /* TS_LOCKED */
+#define WAKE_HEAD   2             /* TS_WAKE_HEAD */
+#define WAKE_NEXT   4             /* TS_WAKE_NEXT */
+#define LOCK_BYTE   255           /* TS_LOCK_BYTE */
+#define NOT_BYTE    65280         /* ~TS_LOCK_BYTE (a 16-bit word) */
+#define BYP_ONE     256           /* TS_BYPASS_ONE */
+#define BYP_MASK    768           /* TS_BYPASS_MASK: 2 bits */
+#define WATCHING    1024          /* TS_WATCHING */
+#define SLEEPERS    2048          /* TS_SLEEPERS */
+#define HEAD_SHIFT  12
+#define NEXT_SHIFT  14
+#define TMASK       3             /* TS_TICKET_MASK: 2-bit tickets */
+#define HEAD_FIELD  12288
+#define NEXT_FIELD  49152
+#define WMASK       65535
+
+#define lockb(w)       ((w) & LOCK_BYTE)                        /* ts_lock_byte() */
+#define bypass(w)      (((w) & BYP_MASK) / BYP_ONE)             /* ts_bypass() */
+#define head(w)        (((w) >> HEAD_SHIFT) & TMASK)            /* ts_head() */
+#define nextt(w)       (((w) >> NEXT_SHIFT) & TMASK)            /* ts_next() */
+#define between(f, t)  (((t) + TMASK + 1 - (f)) & TMASK)        /* ts_tickets_between() */
+#define queued(w)      between(head(w), nextt(w))               /* ts_queued() */
+#define with_next(w, n) (((w) & (WMASK - NEXT_FIELD)) | (((n) & TMASK) << NEXT_SHIFT))
+#define with_head(w, h) (((w) & (WMASK - HEAD_FIELD)) | (((h) & TMASK) << HEAD_SHIFT))
+#define unwatched(w)   ((w) & (WMASK - WATCHING - BYP_MASK))    /* & ~(TS_WATCHING | TS_BYPASS_MASK) */
+
+/* slowpath.c: may_steal() */
+#ifdef MUT_STEAL_UNBOUNDED
+/* Mutation: steal without checking the bypass count. */
+#define may_steal(w) (lockb(w) == 0 && (queued(w) == 0 || !STRICT))
+#else
+#define may_steal(w) (lockb(w) == 0 && (queued(w) == 0 || \
+	(!STRICT && (!((w) & WATCHING) || bypass(w) < BYPASS))))
+#endif
+
+/* wait_in_queue(): the last in line, the watching head leaving the lock free. */
+#ifdef MUT_ESCAPE_NOT_LAST
+#define escape_cond(w, t) (((w) & WATCHING) && lockb(w) == 0)
+#else
+#define escape_cond(w, t) (((w) & WATCHING) && lockb(w) == 0 && nextt(w) == (((t) + 1) & TMASK))
+#endif
 
 /* Memory. */
-#ifndef INIT_TICKET
-#define INIT_TICKET 8            /* a free word two tickets before wrap-around */
-#endif
-byte word = (INIT_TICKET << HB) | INIT_TICKET; /* the lock word (pthread_spinlock_t), free */
-bool bfull[NT];          /* store buffer, depth one: an entry is pending */
-bool bwhole[NT];         /* the entry is a 32-bit store (MUT_PARK_STORE only) */
-byte bval[NT];           /* its value: the "serving" half, or the whole word */
-bool isleep[NT];         /* asleep in FUTEX_WAIT_BITSET on the lock word */
+int word;                /* the lock word (pthread_spinlock_t), 0: free */
+bool bfull[NT];          /* store buffer, depth one: the unlock's byte store of 0 pending */
+bool isleep[NT];         /* asleep in FUTEX_WAIT_BITSET on parking_slot.seq */
 byte ibit[NT];           /* ... with the bit of this ticket (ticket_bit()) */
 byte seq;                /* parking_slot.seq */
-byte sleepers;           /* parking_slot.sleepers */
-bool osleep[NT];         /* asleep in FUTEX_WAIT_PRIVATE on parking_slot.seq */
+bool osleep[NT];         /* asleep in FUTEX_WAIT_PRIVATE on parking_slot.outside_seq */
+byte oseq;               /* parking_slot.outside_seq */
 
 /* Ghosts. */
 byte in_cs;              /* threads in the critical section */
-byte expect = INIT_TICKET; /* the ticket whose holder must be the next one served */
-bool has[NT];            /* holds a ticket (drawn, not yet withdrawn or unlocked) */
+bool has[NT];            /* holds a ticket (drawn, not yet taken or given back) */
 byte tk[NT];             /* ... this one */
+bool watch_on;           /* the head of the queue watches (it set TS_WATCHING, or joined with it) */
+byte watch_tk;           /* ... holding this ticket */
+byte bypassed;           /* steals since that watch began */
+byte queue_len;          /* scratch for the capacity assertion (0 between steps) */
 bool want[NT];           /* in pthread_spin_lock(), not yet the owner */
 byte done;               /* threads finished */
 
-/* What the memory holds for thread @me: its own buffered store, else memory. */
-#define view(me) (bfull[me] -> (bwhole[me] -> bval[me] : ((word & HIGH) | bval[me])) : word)
+/* What the memory holds for thread @me: its own buffered byte store, else memory. */
+#define view(me) (bfull[me] -> (word & NOT_BYTE) : word)
 
-/* The store buffer drains into memory (the oldest, here the only, entry). */
+/* The store buffer drains into memory: the low byte only. */
 inline drain(me)
 {
 	if
-	:: bfull[me] && bwhole[me] -> word = bval[me]; bfull[me] = 0; bwhole[me] = 0
-	:: bfull[me] && !bwhole[me] -> word = (word & HIGH) | bval[me]; bfull[me] = 0
+	:: bfull[me] -> word = word & NOT_BYTE; bfull[me] = 0
 	:: else
 	fi
 }
 
-/* A plain load (mov): acquire on x86. */
+/* A plain load (mov). */
 inline load(me, dst)
 {
 	atomic { dst = view(me) }
 }
 
-/* The 16-bit plain store of "serving" (mov to the low half): into the buffer. */
-inline store_low(me, v)
+/* The unlock's byte store of 0 (mov to the lock byte): into the buffer. */
+inline store_byte0(me)
 {
-	atomic { assert(!bfull[me]); bfull[me] = 1; bwhole[me] = 0; bval[me] = v }
+	atomic { assert(!bfull[me]); bfull[me] = 1 }
 }
 
-/* lock cmpxchg: on failure @expected takes the word, as __atomic_compare_exchange_n. */
-inline cas(me, expected, desired, ok)
+/* Ghost: a ticket drawn is held by no one else. */
+inline drew(me, tt)
+{
+	assert(!(has[0] && tk[0] == tt) && !(has[1] && tk[1] == tt));
+#if NT > 2
+	assert(!(has[2] && tk[2] == tt));
+#endif
+	has[me] = 1; tk[me] = tt
+}
+
+/*
+ * stolen() taking the lock, with the ghost check of I3: a steal counted in
+ * "bypass" is counted against the head that watches, and no more than
+ * TICKET_BYPASS of them while it watches.  @w: the word the CAS expects.
+ */
+inline steal(me, w, ok)
 {
 	atomic {
 		drain(me);
 		if
-		:: word == expected -> word = desired; ok = 1
-		:: else -> expected = word; ok = 0
+		:: word == w ->
+			word = (w | LOCKED) + ((w & WATCHING) -> BYP_ONE : 0);
+			if
+			:: w & WATCHING ->
+				assert(watch_on && queued(w) > 0 && head(w) == watch_tk);
+				bypassed++;
+				assert(bypassed <= BYPASS)
+			:: else
+			fi;
+			ok = 1
+		:: else -> w = word; ok = 0
 		fi
 	}
 }
 
-/* Ghost: a ticket drawn by fetch-add is held by no one else. */
-inline drew(me, t)
-{
-	assert(!(has[0] && tk[0] == t) && !(has[1] && tk[1] == t));
-#if NT > 2
-	assert(!(has[2] && tk[2] == t));
-#endif
-	has[me] = 1; tk[me] = t
-}
-
-/* ts_wake_ticket() (parking.c): FUTEX_WAKE_BITSET, every sleeper of the bit. */
-inline wake_one_bit(i, t)
+/* ts_wake_ticket() (parking.c): bump seq, FUTEX_WAKE_BITSET of the ticket's bit. */
+inline wake_bit(i, tt)
 {
 	if
-	:: isleep[i] && ibit[i] == (t) -> isleep[i] = 0; ibit[i] = 0
+	:: isleep[i] && ibit[i] == (tt) -> isleep[i] = 0; ibit[i] = 0
 	:: else
 	fi
 }
-inline ts_wake_ticket(me, t)
-{
-	atomic {
-		drain(me);
-		wake_one_bit(0, t);
-		wake_one_bit(1, t);
-#if NT > 2
-		wake_one_bit(2, t);
-#endif
-	}
-}
-
-/*
- * ts_sleep_in_line() (parking.c).  The fetch-or of TS_SLEEPERS, the
- * decision, and FUTEX_WAIT_BITSET on the value the fetch-or returned.
- */
-inline ts_sleep_in_line(me, t, nil, w)
-{
-#ifdef MUT_PARK_STORE
-	/* Mutation: the fetch-or as a plain load and a plain 32-bit store. */
-	atomic { w = view(me) | SLEEPERS }
-	atomic { assert(!bfull[me]); bfull[me] = 1; bwhole[me] = 1; bval[me] = w }
-#else
-	atomic { drain(me); w = word | SLEEPERS; word = w }
-#endif
-	if
-	:: (nil -> (between(serving(w), t) == 0 && !(w & BORROWED)) : between(serving(w), t) < 2)
-		/* TS_SLEEP_SKIPPED */
-	:: else ->
-		atomic {
-			drain(me);
-			if
-			:: word == w -> isleep[me] = 1; ibit[me] = t
-			:: else      /* EAGAIN: the word changed */
-			fi
-		}
-		atomic {
-			if
-			:: !isleep[me]                     /* woken (or never slept) */
-#if TIMEOUT_INLINE
-			:: isleep[me] -> isleep[me] = 0; ibit[me] = 0    /* the nap ran out */
-#endif
-			fi
-		}
-	fi
-}
-
-/*
- * ts_wake_outsider() (parking.c) after its load of the sleepers count found
- * someone: bump the sequence, FUTEX_WAKE_PRIVATE of one sleeper.
- */
-inline wake_outsider_rest(me)
+inline ts_wake_ticket(me, tt)
 {
 	atomic { drain(me); seq++ }
 	atomic {
-		drain(me);
-		if
-		:: osleep[0] -> osleep[0] = 0
-		:: osleep[1] -> osleep[1] = 0
+		wake_bit(0, tt);
+		wake_bit(1, tt);
 #if NT > 2
-		:: osleep[2] -> osleep[2] = 0
+		wake_bit(2, tt);
 #endif
-		:: else
-		fi
 	}
 }
 
-/* ts_wake_outsider() (parking.c); @res: someone was counted asleep. */
-inline ts_wake_outsider(me, res)
+/* ts_wake_outside() (parking.c): bump outside_seq, FUTEX_WAKE_PRIVATE of all. */
+inline ts_wake_outside(me)
 {
-	atomic { res = (sleepers != 0) }
-	if
-	:: res -> wake_outsider_rest(me)
-	:: else
-	fi
-}
-
-/* ts_sleep_outside() (parking.c), on the one slot. */
-inline ts_sleep_outside(me, only_if_full, s, w)
-{
-	atomic { s = seq }
-	atomic { drain(me); sleepers++ }
-	load(me, w);
-	if
-	:: !only_if_full || between(serving(w), next(w)) >= QMAX ->
-		atomic {
-			drain(me);
-			if
-			:: seq == s -> osleep[me] = 1
-			:: else
-			fi
-		}
-		atomic {
-			if
-			:: !osleep[me]
-#if TIMEOUT_OUTSIDE == 1
-			:: osleep[me] -> osleep[me] = 0
-#elif TIMEOUT_OUTSIDE == 2
-			:: osleep[me] && !only_if_full -> osleep[me] = 0  /* only after taking turns */
-#endif
-			fi
-		}
-	:: else
-	fi;
-	atomic { drain(me); sleepers--; s = 0; w = 0 }
-}
-
-/*
- * withdraw() (slowpath.c): give back our ticket, the last one drawn when we
- * read @w, setting @set.  Only when last in line (the callers check it).
- */
-inline withdraw(me, w, set, ok)
-{
+	atomic { drain(me); oseq++ }
 	atomic {
-		drain(me);
-		tmp = (w + 256 - NEXT_STEP) & WMASK;
-		if
-		:: set & BORROWED -> tmp = tmp & (WMASK - HANDOFF)
-		:: else
-		fi;
-		if
-		:: word == w -> word = tmp | set; ok = 1; has[me] = 0; tk[me] = 0; t = 0
-		:: else -> w = word; ok = 0
-		fi;
-		tmp = 0
+		osleep[0] = 0; osleep[1] = 0;
+#if NT > 2
+		osleep[2] = 0;
+#endif
 	}
 }
 
@@ -314,30 +256,18 @@ end:
 
 /*
  * A thread of the program: NACQ times pthread_spin_lock() (or trylock),
- * critical section, pthread_spin_unlock().  Locals that are dead are reset
- * to 0, so that states differing only in stale values are one state.
+ * critical section, pthread_spin_unlock().  Dead locals are reset to 0, so
+ * that states differing only in stale values are one state.
  */
 proctype thread(byte me)
 {
-	byte n;              /* acquisitions done */
-	byte t;              /* our ticket ("ticket" in ts_lock_slow) */
-	byte w;              /* the word as we last read it ("word") */
-	byte low;            /* the unlock's new "serving" half; "behind" in after_served */
-	byte tmp;            /* withdraw()'s new word; after_served()'s "drop" */
-	byte lt;             /* ghost: the turn we borrowed */
-	byte s;              /* parking_slot.seq as read */
-	bool ok;             /* a CAS succeeded / the word read was free */
-	bool lent;           /* we hold a borrowed turn (BORROWED), no ticket */
-	bool took_turns;     /* TOOK_TURNS, else STEPPED_OUT */
-	bool gave_place;     /* ts_wake_outsider() found a sleeper */
-	bool came_out;       /* this acquisition waited outside (came_from_outside) */
+	byte n;              /* acquisitions done (or trylocks tried) */
+	int w;               /* the word as we last saw it ("word", "seen") */
+	int x;               /* a word being built, or read by parking.c */
+	byte t;              /* our ticket */
+	byte s;              /* parking_slot.seq / outside_seq as read */
+	bool ok;             /* a CAS succeeded */
 	bool slow;           /* the unlock went out of line */
-	bool streak_ok;      /* entry->streak >= TS_TURN_BATCH, as far as we know */
-
-	if   /* the streak before the model starts: anything */
-	:: streak_ok = 1
-	:: streak_ok = 0
-	fi;
 
 acquire:
 	if
@@ -348,257 +278,315 @@ acquire:
 	if
 	:: true
 	:: true ->
-		/* ts_trylock() (ticket_lock.h): a plain load, then lock cmpxchg. */
-		atomic { w = view(me); ok = is_free(w) }
-		if
-		:: ok ->
-			atomic {
-				drain(me);
-				if
-				:: word == w -> word = (w + NEXT_STEP) & WMASK; t = next(w); drew(me, t)
-				:: else -> ok = 0
-				fi;
-				w = 0
-			}
-		:: else -> w = 0
-		fi;
-		if
-		:: ok -> ok = 0; goto critical
-		:: else -> n++; goto acquire      /* trylock failed: one attempt done */
-		fi
-	fi;
-#endif
-	/* ts_lock() (ticket_lock.h): lock xadd of TS_NEXT_STEP. */
-	atomic {
-		want[me] = 1;
-		drain(me);
-		ok = is_free(word);
-		t = next(word);
-		word = (word + NEXT_STEP) & WMASK;
-		drew(me, t);
-		w = (ok -> 0 : word)     /* old + TS_NEXT_STEP, passed to ts_lock_slow() */
-	}
-	if
-	:: ok -> ok = 0; goto critical      /* the fast path: nothing else */
-	:: else
-	fi;
-
-	/*
-	 * ts_lock_slow() (slowpath.c), then wait_in_line(): both start from the
-	 * word the fetch-add returned; the first load comes after a backoff.
-	 */
-wil_loop:
-	if
-	:: between(serving(w), t) == 0 && !(w & (HANDOFF | BORROWED)) -> goto served
-	:: between(serving(w), t) == 0 && (w & HANDOFF) ->
-		/*
-		 * Claim our turn: an atomic AND clearing TS_HANDOFF (lock btr),
-		 * which succeeds when the flag was still set, whatever the "next"
-		 * half did meanwhile; then the word is loaded again.
-		 */
+		/* ts_trylock() (ticket_lock.h): lock cmpxchg from 0. */
 		atomic {
 			drain(me);
 			if
-			:: word & HANDOFF -> word = word & (WMASK - HANDOFF); ok = 1
-			:: else
-			fi;
-			w = word
+			:: word == 0 -> word = LOCKED; ok = 1
+			:: else -> w = word; ok = 0
+			fi
 		}
 		if
-		:: ok -> ok = 0; goto served
-		:: else -> goto wil_loop
+		:: ok -> ok = 0; goto critical
+		:: else
+		fi;
+try_slow:
+		/* ts_trylock_slow() (slowpath.c): steal while may_steal(). */
+		if
+		:: may_steal(w) ->
+			steal(me, w, ok);
+			if
+			:: ok -> ok = 0; w = 0; goto critical
+			:: else -> goto try_slow
+			fi
+		:: else -> w = 0; n++; goto acquire      /* EBUSY: one attempt done */
 		fi
-	:: else
 	fi;
-	/* Too many in line: the last one steps out. */
-	if
-#ifdef MUT_WITHDRAW_NOT_LAST
-	:: QMAX != 0 && between(serving(w), t) >= QMAX ->
-#else
-	:: QMAX != 0 && between(serving(w), t) >= QMAX && is_last(w, t) ->
 #endif
-		withdraw(me, w, LENDING, ok);
+	/* ts_lock() (ticket_lock.h): lock cmpxchg from 0 to TS_LOCKED. */
+	atomic {
+		want[me] = 1;
+		drain(me);
 		if
-		:: ok -> ok = 0; took_turns = 0; goto left_line
-		:: else -> goto wil_loop
+		:: word == 0 -> word = LOCKED; ok = 1
+		:: else -> w = word; ok = 0
 		fi
+	}
+	if
+	:: ok -> ok = 0; goto critical
 	:: else
 	fi;
-	/* Taking turns: the streak, and (crowded or outsiders) as a choice. */
+
+	/* ts_lock_slow() (slowpath.c), from the word the CAS returned. */
+lock_slow:
 	if
-	:: between(serving(w), t) > 0 && streak_ok && is_last(w, t) ->
+	:: may_steal(w) ->
+		steal(me, w, ok);
 		if
-		:: true ->
-			withdraw(me, w, 0, ok);
+		:: ok -> ok = 0; w = 0; goto critical
+		:: else -> goto lock_slow
+		fi
+#ifdef MUT_JOIN_NO_CAP
+	/* Mutation: join without checking the capacity. */
+	:: !may_steal(w) ->
+#else
+	:: !may_steal(w) && queued(w) < QCAP ->
+#endif
+		/* Draw a ticket: CAS next + 1; at the front of an empty queue, watch (I3). */
+		atomic {
+			drain(me);
+			x = with_next(w, nextt(w) + 1);
 			if
-			:: ok -> ok = 0; took_turns = 1; goto left_line
-			:: else -> goto wil_loop
-			fi
-		:: true
-		fi
-	:: else
-	fi;
-	/* Borrow a turn left unclaimed (may_borrow): the spin budget as a choice. */
-	if
-	:: between(serving(w), t) > 0 && is_last(w, t) && QMAX != 0 &&
-	   (w & (HANDOFF | BORROWED)) == HANDOFF ->
-		if
-		:: true ->
-			withdraw(me, w, BORROWED, ok);
+			:: queued(w) == 0 && !STRICT -> x = unwatched(x) | WATCHING
+			:: else
+			fi;
 			if
-			:: ok -> ok = 0; lent = 1; lt = serving(w); goto critical
-			:: else -> goto wil_loop
-			fi
-		:: true
-		fi
-	:: else
-	fi;
-	/* The stall check, and give_way(): both when the policy says. */
-	if
-	:: true ->
-		/* note_stall() */
+			:: word == w ->
+				word = x;
+				t = nextt(w);
+				drew(me, t);
+				queue_len = queued(x);
+				assert(queue_len <= QCAP);          /* I2: the capacity */
+				queue_len = 0;
+				if
+				:: queued(w) == 0 && !STRICT ->
+					watch_on = 1; watch_tk = t; bypassed = 0
+				:: else
+				fi;
+				w = x; ok = 1
+			:: else -> w = word; ok = 0
+			fi;
+			x = 0
+		}
 		if
-		:: QMAX != 0 && !(w & LENDING) ->
-			atomic { drain(me); w = word | LENDING; word = w }
+		:: ok -> ok = 0; goto wait_in_queue
+		:: else -> goto lock_slow
+		fi
+	:: else -> goto wait_outside
+	fi;
+
+	/* wait_outside() (slowpath.c): the queue is full. */
+wait_outside:
+	if
+	:: queued(w) >= QCAP && !may_steal(w) ->
+		if
+		:: true          /* pause */
+		:: true ->
+			/* ts_sleep_outside() (parking.c), the spin budget spent */
+			atomic { s = oseq }
+			load(me, x);
+			if
+			:: queued(x) < OUT_CAP        /* TS_SLEEP_SKIPPED */
+			:: else ->
+				atomic {
+					drain(me);
+					if
+					:: oseq == s -> osleep[me] = 1
+					:: else
+					fi
+				}
+				atomic {
+					if
+					:: !osleep[me]
+#if TIMEOUT_OUTSIDE
+					:: osleep[me] -> osleep[me] = 0
+#endif
+					fi
+				}
+			fi;
+			atomic { s = 0; x = 0 }
+		fi;
+		load(me, w);
+		goto wait_outside
+	:: else -> goto lock_slow
+	fi;
+
+	/* wait_in_queue() (slowpath.c), holding ticket t, from the word w. */
+wait_in_queue:
+	if
+	:: between(head(w), t) == 0 && lockb(w) == 0 ->
+		/* take_as_head() */
+		atomic {
+			drain(me);
+			x = with_head(w, t + 1) | LOCKED;
+#ifndef MUT_TAKE_KEEPS_WATCHING
+			x = unwatched(x);
+#else
+			/* Mutation: take_as_head() does not clear TS_WATCHING. */
+			x = x & (WMASK - BYP_MASK);
+#endif
+			if
+			:: w & SLEEPERS ->
+				/* s: "behind", the tickets after ours */
+				s = between(t, nextt(w)) - 1;
+				if
+				:: s > 0 -> x = x | WAKE_NEXT
+				:: else
+				fi;
+				if
+#ifdef MUT_SLEEPERS_TWO_BEHIND
+				/* Mutation: TS_SLEEPERS dropped with two waiters behind. */
+				:: s <= 2 -> x = x & (WMASK - SLEEPERS)
+#else
+				:: s <= 1 -> x = x & (WMASK - SLEEPERS)
+#endif
+				:: else
+				fi
+			:: else
+			fi;
+			if
+			:: word == w ->
+				word = x;
+				assert(has[me] && tk[me] == t);
+				has[me] = 0; tk[me] = 0;
+				watch_on = 0; bypassed = 0;     /* the head's watch ends */
+				s = (queued(w) >= QCAP);        /* the queue was full */
+				ok = 1
+			:: else -> w = word; ok = 0; s = 0
+			fi;
+			x = 0
+		}
+		if
+		:: ok && s -> ts_wake_outside(me)
 		:: else
 		fi;
 		if
-		:: true ->
-			/* give_way() -> ts_sleep_in_line(), next_in_line = ahead <= 1 */
-			ok = (between(serving(w), t) <= 1);
-			ts_sleep_in_line(me, t, ok, w);
-			atomic { ok = 0; w = view(me) }
-			goto wil_loop
-		:: true
+		:: ok -> ok = 0; s = 0; t = 0; w = 0; goto critical
+		:: else -> goto wait_in_queue
 		fi
-	:: true
-	fi;
-	/* Pause, look again. */
-	load(me, w);
-	goto wil_loop;
-
-left_line:
-	/* ts_lock_slow()'s loop: STEPPED_OUT or TOOK_TURNS. */
-	atomic {
-		came_out = 1;
-		streak_ok = 0;
-		w = 0;
-		if   /* ts_wake_outsider()'s load: our place, to the longest asleep */
-		:: took_turns -> took_turns = 0; gave_place = (sleepers != 0)
-		:: else
-		fi
-	}
-	if
-	:: gave_place -> wake_outsider_rest(me)
-	:: else
-	fi;
-
-	/* wait_outside(w, gave_place) (slowpath.c) */
-	if
-	:: gave_place -> gave_place = 0; ts_sleep_outside(me, 0, s, w)
-	:: else
-	fi;
-wo_loop:
-	load(me, w);
-	if
-	:: between(serving(w), next(w)) < QMAX -> goto draw_again
-	:: else
-	fi;
-	/* may_borrow(): HANDOFF without BORROWED; the spin budget as a choice. */
-	if
-	:: QMAX != 0 && (w & (HANDOFF | BORROWED)) == HANDOFF ->
-		if
-		:: true ->
-			cas(me, w, (w & (WMASK - HANDOFF)) | BORROWED, ok);
+	:: between(head(w), t) == 0 && lockb(w) != 0 && !STRICT && !(w & WATCHING) ->
+		/* The head watches (I3): the count starts now. */
+		atomic {
+			drain(me);
 			if
-			:: ok -> ok = 0; lent = 1; lt = serving(w); goto critical
-			:: else -> goto wo_loop
+			:: word == w ->
+				w = unwatched(w) | WATCHING; word = w;
+				watch_on = 1; watch_tk = t; bypassed = 0
+			:: else -> w = word
 			fi
-		:: true
-		fi
+		}
+		goto wait_in_queue
 	:: else
 	fi;
-	/* spun >= spin_allowance: sleep while the line is full. */
 	if
-	:: ts_sleep_outside(me, 1, s, w)
-	:: true
-	fi;
-	goto wo_loop;
-
-draw_again:
-	/* Back in ts_lock_slow(): draw a ticket again. */
-	atomic {
-		drain(me);
-		ok = is_free(word);
-		t = next(word);
-		word = (word + NEXT_STEP) & WMASK;
-		drew(me, t);
-		w = word                 /* old + TS_NEXT_STEP */
-	}
-	if
-	:: ok -> ok = 0; goto served
-	:: else -> goto wil_loop
-	fi;
-
-served:
-	/* after_served() (slowpath.c), @w the word our acquiring load or claim read. */
-	atomic {
-		assert(between(t, next(w)) >= 1);
-		low = between(t, next(w)) - 1;       /* behind */
-		tmp = ((w & SLEEPERS) && low <= 1 -> SLEEPERS : 0);
-		if   /* !ts_stalled_recently(): a choice */
-		:: w & LENDING -> tmp = tmp | LENDING
-		:: true
-		fi
-	}
-	if
-	:: tmp != 0 -> cas(me, w, w & (WMASK - tmp), ok); atomic { ok = 0; tmp = 0 }
-	:: else
-	fi;
-#ifndef MUT_NO_SUCCESSOR_WAKE
-	if
-	:: w & SLEEPERS -> ts_wake_ticket(me, (t + STEP) & HMASK)
-	:: else
-	fi;
+	:: between(head(w), t) > 0 ->
+		if
+		:: !STRICT && escape_cond(w, t) ->
+			/* escape(): give our ticket back, take the lock, end the watch */
+			atomic {
+				drain(me);
+				if
+				:: word == w ->
+					word = unwatched(with_next(w, nextt(w) + TMASK)) | LOCKED;
+					/* I2: only the last ticket goes back, and it is ours */
+					assert(has[me] && ((nextt(w) + TMASK) & TMASK) == t);
+					has[me] = 0; tk[me] = 0;
+					watch_on = 0; bypassed = 0;
+					ok = 1
+				:: else -> w = word; ok = 0
+				fi
+			}
+			if
+			:: ok -> ok = 0; t = 0; w = 0; goto critical
+			:: else -> goto wait_in_queue
+			fi
+		:: STRICT || escape_cond(w, t) ||
+		   (between(head(w), t) == 1 && (w & WATCHING)) ->
+			goto look         /* keep looking (TS_NEXT_SPIN_NS, or the escape's clock) */
+		:: true ->
+			/* give_way() -> ts_sleep_in_queue() (parking.c) */
+			atomic { s = seq }
+			atomic { drain(me); x = word | SLEEPERS; word = x }
+			if
+			:: head(x) == t         /* TS_SLEEP_SKIPPED */
+			:: else ->
+				atomic {
+					drain(me);
+					if
+					:: seq == s -> isleep[me] = 1; ibit[me] = t
+					:: else      /* EAGAIN */
+					fi
+				}
+				atomic {
+					if
+					:: !isleep[me]
+#if TIMEOUT_QUEUE
+					:: isleep[me] -> isleep[me] = 0; ibit[me] = 0
 #endif
-	if   /* came in from outside, no one behind us: pass the room on */
-	:: low == 0 && came_out -> ts_wake_outsider(me, ok); ok = 0
-	:: else
+					fi
+				}
+			fi;
+			atomic { s = 0; x = 0; w = view(me) }
+			goto wait_in_queue
+		fi
+	:: else ->
+		/* The head, the lock held. */
+		if
+		:: goto look
+		:: true ->
+			/* give_way() -> ts_sleep_as_head() (parking.c), patience spent */
+			atomic { s = seq }
+			load(me, x);
+sleep_as_head:
+			if
+			:: head(x) != t || lockb(x) == 0 -> goto slept   /* TS_SLEEP_SKIPPED */
+			:: else ->
+				atomic {
+					drain(me);
+					if
+					:: word == x ->
+						word = unwatched(x) | WAKE_HEAD;
+						if
+						:: x & WATCHING -> watch_on = 0; bypassed = 0
+						:: else
+						fi;
+						ok = 1
+					:: else -> x = word; ok = 0
+					fi
+				}
+				if
+				:: ok -> ok = 0
+				:: else -> goto sleep_as_head
+				fi
+			fi;
+			/* An unlock whose store landed since: no sleep. */
+			load(me, x);
+			if
+			:: lockb(x) == 0
+			:: else ->
+				atomic {
+					drain(me);
+					if
+					:: seq == s -> isleep[me] = 1; ibit[me] = t
+					:: else
+					fi
+				}
+				atomic {
+					if
+					:: !isleep[me]
+#if TIMEOUT_HEAD
+					:: isleep[me] -> isleep[me] = 0; ibit[me] = 0
+#endif
+					fi
+				}
+			fi;
+slept:
+			atomic { s = 0; x = 0; w = view(me) }
+			goto wait_in_queue
+		fi
 	fi;
-	/* ts_lock_slow() returns: we own the lock. */
+look:
+	/* Pause, look again (relaxed load). */
+	load(me, w);
+	goto wait_in_queue;
 
 critical:
 	atomic {
-		if   /* the streak after an acquisition: anything */
-		:: streak_ok = 1
-		:: streak_ok = 0
-		fi;
 		want[me] = 0;
-		came_out = 0;
-		w = 0;
-		low = 0;
 		in_cs++;
-		assert(in_cs == 1);
-		if
-		:: lent ->
-			/* a borrowed turn: the served waiter keeps its ticket */
-			assert(lt == expect);
-			assert((has[0] && tk[0] == lt) || (has[1] && tk[1] == lt)
-#if NT > 2
-			       || (has[2] && tk[2] == lt)
-#endif
-			);
-			lt = 0
-		:: else -> assert(t == expect)    /* tickets served in order, none skipped */
-		fi
+		assert(in_cs == 1)
 	}
-	atomic {
-		in_cs--;
-		if
-		:: !lent -> expect = (expect + STEP) & HMASK; has[me] = 0; tk[me] = 0; t = 0
-		:: else
-		fi
-	}
+	atomic { in_cs-- }
 
 	/* ts_unlock() (ticket_lock.h) and ts_unlock_slow() (slowpath.c) */
 #if UNLOCK_LOCKED
@@ -606,40 +594,26 @@ critical:
 #endif
 	load(me, w);
 	if
-	:: (w & UNLOCK_FLAGS) || serving(w) == next(w) ->
-		/* ts_unlock_slow(): never refused for the real holder */
-		assert(!is_free(w));
-		assert(((w & BORROWED) != 0) == lent);
-		if
-		:: w & BORROWED ->
-#ifdef MUT_BORROW_ADVANCES
-			low = (serving(w) + STEP) & HMASK
-#else
-			low = serving(w) | HANDOFF         /* give the turn back */
-#endif
-		:: else ->
-			assert(!(w & HANDOFF));
-			low = (serving(w) + STEP) & HMASK;
-			if
-			:: (w & LENDING) && next(w) != low -> low = low | HANDOFF
-			:: else
-			fi
-		fi;
+	:: lockb(w) != LOCKED ->
+		assert(lockb(w) & LOCKED);      /* never refused for the holder */
+		store_byte0(me);
 		slow = 1
 	:: else ->
-		low = (serving(w) + STEP) & HMASK
+		store_byte0(me)
 	fi;
-	store_low(me, low);
 #if UNLOCK_LOCKED
 	drain(me) }
 #endif
 	if
-#ifndef MUT_NO_UNLOCK_WAKE
-	:: slow && (w & SLEEPERS) && (low & TMASK) != next(w) -> ts_wake_ticket(me, low & TMASK)
+#ifdef MUT_NO_WAKE_NEXT
+	/* Mutation: the unlock wakes only on TS_WAKE_HEAD. */
+	:: slow && (lockb(w) & WAKE_HEAD) -> ts_wake_ticket(me, head(w))
+#else
+	:: slow && (lockb(w) & (WAKE_HEAD | WAKE_NEXT)) -> ts_wake_ticket(me, head(w))
 #endif
 	:: else
 	fi;
-	atomic { n++; w = 0; low = 0; slow = 0; lent = 0 }
+	atomic { n++; w = 0; slow = 0 }
 	goto acquire;
 
 finish:
@@ -661,14 +635,17 @@ init
 	 && !bfull[2]
 #endif
 	);
-	/* No ticket left outstanding or skipped; no turn lent; no one counted asleep. */
-	assert(serving(word) == next(word) && serving(word) == expect);
-	assert(!(word & BORROWED));
-	assert(sleepers == 0 && in_cs == 0);
+	/* Free, no ticket outstanding, no one asleep. */
+	assert(lockb(word) == 0 && queued(word) == 0 && in_cs == 0);
+	assert(!has[0] && !has[1]
+#if NT > 2
+	       && !has[2]
+#endif
+	);
 }
 
 #ifdef PROGRESS
-/* Every pthread_spin_lock() call returns (under weak fairness, spin -f). */
+/* Every pthread_spin_lock() call returns (under weak fairness, pan -a -f). */
 ltl progress {
 	[] ((want[0] -> <> !want[0]) && (want[1] -> <> !want[1])
 #if NT > 2

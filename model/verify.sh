@@ -3,13 +3,16 @@
 # configuration, and each seeded bug (mutation), printing SPIN's verdict
 # lines.  Exits non-zero when a configuration's verdict is not the expected
 # one: errors for the real model where none are expected, or a mutation (or a
-# documented reliance on a nap's timeout) that SPIN does not reject.
+# documented reliance on a nap's timeout) that SPIN does not reject.  A
+# mutation must be rejected by the property named for it.  A table of all
+# runs comes last.
 #
 #   verify.sh [--quick] [SRCDIR]
 #
-# --quick is the reduced set that 'make check' runs (well under a minute);
+# --quick is the reduced set that 'make check' runs (under a minute);
 # without it, every configuration of the table in model/README.md.
-# Environment: SPIN (default: spin), CC (default: cc), WORKDIR (default:
+# Environment: SPIN (default: spin), CC (default: cc), NICE (default: nice;
+# empty to run pan at normal priority), WORKDIR (default:
 # ./run), where each configuration gets a directory with pan, its output
 # and, for a rejected configuration, the trail (replay it with the spin
 # command printed).
@@ -24,6 +27,7 @@ srcdir=${1:-$(dirname "$0")}
 model=$(cd "$srcdir" && pwd)/ticketspin.pml
 SPIN=${SPIN:-spin}
 CC=${CC:-cc}
+NICE=${NICE-nice}
 WORKDIR=${WORKDIR:-run}
 
 if ! command -v "$SPIN" >/dev/null 2>&1; then
@@ -35,14 +39,18 @@ WORKDIR=$(cd "$WORKDIR" && pwd)
 
 failures=0
 ran=0
+table=$WORKDIR/table.txt
+: >"$table"
 # The quick runs are small: compiling pan.c fast matters more than pan's speed.
 opt=-O2
 [ $quick -eq 1 ] && opt=-O0
 
-# check NAME EXPECT "SPIN -D FLAGS" "CC FLAGS" "PAN FLAGS" "WHAT"
-#   EXPECT: pass (errors: 0) or fail (SPIN must report an error).
+# check NAME EXPECT "SPIN -D FLAGS" "CC FLAGS" "PAN FLAGS" "WHAT" [CAUGHT]
+#   EXPECT: pass (errors: 0) or fail (SPIN must report an error); CAUGHT, for
+#   fail: an extended regular expression the error (pan:1:) must match, so
+#   that a mutation is caught by the property meant to catch it.
 check() {
-	name=$1 expect=$2 dflags=$3 ccflags=$4 panflags=$5 what=$6
+	name=$1 expect=$2 dflags=$3 ccflags=$4 panflags=$5 what=$6 caught=${7:-}
 	dir=$WORKDIR/$name
 	rm -rf "$dir" && mkdir -p "$dir" || exit 1
 	cp "$model" "$dir/" || exit 1
@@ -56,16 +64,20 @@ check() {
 	fi
 	start=$(date +%s)
 	# shellcheck disable=SC2086
-	(cd "$dir" && ./pan $panflags >pan.out 2>&1)
+	(cd "$dir" && $NICE ./pan $panflags >pan.out 2>&1)
 	end=$(date +%s)
 	ran=$((ran + 1))
 	grep -E '^pan:1:|errors:|states, stored|pan: elapsed time' "$dir/pan.out" | sed 's/^/   /'
 	errors=$(sed -n 's/.*errors: \([0-9][0-9]*\).*/\1/p' "$dir/pan.out" | head -1)
+	error=$(sed -n 's/^pan:1: \(.*\) (at depth.*/\1/p' "$dir/pan.out" | head -1)
 	incomplete=$(grep -c 'max search depth too small\|out of memory\|reached -DMEMLIM' "$dir/pan.out")
 	if [ -z "$errors" ]; then
 		verdict="NO VERDICT"
 	elif [ "$expect" = pass ] && [ "$errors" -eq 0 ] && [ "$incomplete" -eq 0 ]; then
 		verdict="ok: errors: 0, as expected"
+	elif [ "$expect" = fail ] && [ "$errors" -gt 0 ] && [ -n "$caught" ] &&
+	     ! printf '%s\n' "$error" | grep -Eq "$caught"; then
+		verdict="UNEXPECTED: rejected, but not by /$caught/ (trail: cd $dir && spin -t -p $dflags ticketspin.pml)"
 	elif [ "$expect" = fail ] && [ "$errors" -gt 0 ]; then
 		verdict="ok: rejected, as expected (trail: cd $dir && spin -t -p $dflags ticketspin.pml)"
 	elif [ "$expect" = pass ]; then
@@ -74,6 +86,17 @@ check() {
 		verdict="UNEXPECTED: not rejected"
 	fi
 	printf '   verdict: %s (%ss wall)\n' "$verdict" $((end - start))
+	states=$(sed -n 's/^ *\([0-9.e+]*\) states, stored.*/\1/p' "$dir/pan.out" | head -1)
+	case $error in
+	*bypassed*) error="assertion: the bypass bound (I3)" ;;
+	*watch_on*) error="assertion: a steal counted with no head watching (I3)" ;;
+	*in_cs*) error="assertion: mutual exclusion" ;;
+	*queue_len*) error="assertion: the queue's capacity (I2)" ;;
+	*has\[*) error="assertion: a ticket given back or drawn twice (I2)" ;;
+	"") error=- ;;
+	esac
+	printf '%-28s %-5s %-7s %-10s %5ss  %-12s %s\n' "$name" "$expect" "${errors:-?}" "${states:-?}" \
+		$((end - start)) "${verdict%%:*}" "$error" >>"$table"
 	case $verdict in
 	ok:*) ;;
 	*) failures=$((failures + 1)) ;;
@@ -85,73 +108,88 @@ check() {
 # -a -f (acceptance cycles under weak fairness) for the progress claim.
 SAFE="-DSAFETY -DCOLLAPSE"
 LIVE="-DCOLLAPSE"
-M="-m3000000"
-# The lost wake-up checks: no nap may time out on the lock word, and on the
-# parking slot only the sleep after taking turns (by design, README); the
-# unlock as one locked instruction, which closes the documented race.
-NOWAIT="-DTIMEOUT_INLINE=0 -DTIMEOUT_OUTSIDE=2 -DUNLOCK_LOCKED=1"
-# In line only: outsiders' naps may time out (R4), sleepers in line may not.
-NOWAIT_INLINE="-DTIMEOUT_INLINE=0 -DTIMEOUT_OUTSIDE=1 -DUNLOCK_LOCKED=1"
+M="-m100000"
+# The lost wake-up checks: no nap ends but by a wake-up, in the queue and
+# as head; the unlock as one locked instruction, which closes the head's
+# documented window (R1).
+NOWAIT="-DTIMEOUT_QUEUE=0 -DTIMEOUT_HEAD=0 -DUNLOCK_LOCKED=1"
 
-# The real model: safety with timed naps (as the C).
-check safety-2t-q1 pass "-DNT=2 -DNACQ=2 -DQMAX=1 -DTRYLOCK=1" "$SAFE" "$M" \
-	"2 threads x 2 (lock or trylock), TICKET_QUEUE=1: mutual exclusion, tickets in order"
-check safety-2t-q2 pass "-DNT=2 -DNACQ=2 -DQMAX=2" "$SAFE" "$M" \
-	"2 threads x 2, TICKET_QUEUE=2: mutual exclusion, tickets in order"
+# The real model, safety, naps as the C (any sleep may time out): mutual
+# exclusion, tickets (I2), the bypass bound (I3), unlock never refused, no
+# deadlock (every end state valid).
+check safety-2t-b1 pass "-DNT=2 -DNACQ=2 -DBYPASS=1" "$SAFE" "$M" \
+	"2 threads x 2, TICKET_BYPASS=1: mutual exclusion, tickets, bypass bound, end states"
+check safety-3t-b1 pass "-DNT=3 -DNACQ=1 -DBYPASS=1" "$SAFE" "$M" \
+	"3 threads x 1, TICKET_BYPASS=1: mutual exclusion, tickets, bypass bound, end states"
 if [ $quick -eq 0 ]; then
-	check safety-2t-q0 pass "-DNT=2 -DNACQ=2 -DQMAX=0 -DTRYLOCK=1" "$SAFE" "$M" \
-		"2 threads x 2 (lock or trylock), TICKET_QUEUE=0 (strict FIFO)"
-	check safety-3t-q1 pass "-DNT=3 -DNACQ=1 -DQMAX=1" "$SAFE" "$M" \
-		"3 threads x 1, TICKET_QUEUE=1: mutual exclusion, tickets in order"
-	check safety-3t-q2 pass "-DNT=3 -DNACQ=1 -DQMAX=2" "$SAFE" "$M" \
-		"3 threads x 1, TICKET_QUEUE=2: mutual exclusion, tickets in order"
+	check safety-2t3-b1-try pass "-DNT=2 -DNACQ=3 -DBYPASS=1 -DTRYLOCK=1" "$SAFE" "$M" \
+		"2 threads x 3 (lock or trylock), TICKET_BYPASS=1"
+	check safety-2t-b2-try pass "-DNT=2 -DNACQ=2 -DBYPASS=2 -DTRYLOCK=1" "$SAFE" "$M" \
+		"2 threads x 2 (lock or trylock), TICKET_BYPASS=2"
+	check safety-3t-b2-try pass "-DNT=3 -DNACQ=1 -DBYPASS=2 -DTRYLOCK=1" "$SAFE" "$M" \
+		"3 threads x 1 (lock or trylock), TICKET_BYPASS=2"
+	check safety-3t-q2 pass "-DNT=3 -DNACQ=1 -DBYPASS=1 -DQCAP=2" "$SAFE" "$M" \
+		"3 threads x 1, TICKET_QUEUE=2 (a full queue)"
+	check safety-2t-strict pass "-DNT=2 -DNACQ=2 -DBYPASS=0 -DTRYLOCK=1" "$SAFE" "$M" \
+		"2 threads x 2 (lock or trylock), strict FIFO (TICKET_BYPASS=0)"
+	check safety-3t-strict pass "-DNT=3 -DNACQ=1 -DBYPASS=0" "$SAFE" "$M" \
+		"3 threads x 1, strict FIFO (TICKET_BYPASS=0)"
 fi
 
-# The real model: progress under weak fairness, naps may time out.
-check progress-2t-q1 pass "-DNT=2 -DNACQ=2 -DQMAX=1 -DPROGRESS" "$LIVE" "-a -f $M" \
-	"2 threads x 2, TICKET_QUEUE=1: every lock() returns (LTL, weak fairness)"
+# The real model: progress under weak fairness, naps as the C.
+check progress-2t-b1 pass "-DNT=2 -DNACQ=2 -DBYPASS=1 -DPROGRESS" "$LIVE" "-a -f $M" \
+	"2 threads x 2: every lock() returns (LTL, weak fairness)"
 if [ $quick -eq 0 ]; then
-	check progress-2t-q2 pass "-DNT=2 -DNACQ=2 -DQMAX=2 -DPROGRESS" "$LIVE" "-a -f $M" \
-		"2 threads x 2, TICKET_QUEUE=2: every lock() returns (LTL, weak fairness)"
-	check progress-3t-q1 pass "-DNT=3 -DNACQ=1 -DQMAX=1 -DPROGRESS" "$LIVE" "-a -f $M" \
-		"3 threads x 1, TICKET_QUEUE=1: every lock() returns (LTL, weak fairness)"
-	check progress-3t-q2 pass "-DNT=3 -DNACQ=1 -DQMAX=2 -DPROGRESS" "$LIVE" "-a -f $M" \
-		"3 threads x 1, TICKET_QUEUE=2: every lock() returns (LTL, weak fairness)"
+	check progress-3t-b1 pass "-DNT=3 -DNACQ=1 -DBYPASS=1 -DPROGRESS" "$LIVE" "-a -f $M" \
+		"3 threads x 1: every lock() returns (LTL, weak fairness)"
+	check progress-2t-strict pass "-DNT=2 -DNACQ=2 -DBYPASS=0 -DPROGRESS" "$LIVE" "-a -f $M" \
+		"2 threads x 2, strict FIFO: every lock() returns (LTL, weak fairness)"
 fi
 
-# No lost wake-up: sleeps end only by a wake (except the by-design one).
-check wakeup-2t-q2 pass "-DNT=2 -DNACQ=2 -DQMAX=2 $NOWAIT" "$SAFE" "$M" \
-	"2 threads x 2, TICKET_QUEUE=2, no timeouts, locked unlock: no sleeper left behind"
+# No lost wake-up.  In the queue: no nap needed, with the unlock as the C.
+check wakeup-queue-3t pass "-DNT=3 -DNACQ=1 -DTIMEOUT_QUEUE=0" "$SAFE" "$M" \
+	"3 threads x 1, sleeps in the queue never time out (unlock as the C): none left asleep"
 if [ $quick -eq 0 ]; then
-	check wakeup-3t-q2 pass "-DNT=3 -DNACQ=1 -DQMAX=2 $NOWAIT_INLINE" "$SAFE" "$M" \
-		"3 threads x 1, TICKET_QUEUE=2, no timeouts in line, locked unlock: no sleeper in line left behind"
-	check wakeup-3t-q2-live pass "-DNT=3 -DNACQ=1 -DQMAX=2 -DPROGRESS $NOWAIT_INLINE" "$LIVE" "-a -f $M" \
-		"3 threads x 1, TICKET_QUEUE=2, no timeouts in line, locked unlock: every lock() returns"
-	check wakeup-3t-q0 pass "-DNT=3 -DNACQ=1 -DQMAX=0 $NOWAIT_INLINE" "$SAFE" "$M" \
-		"3 threads x 1, TICKET_QUEUE=0 (far waiters park), no timeouts, locked unlock: no sleeper left behind"
+	check wakeup-queue-2t3 pass "-DNT=2 -DNACQ=3 -DTIMEOUT_QUEUE=0" "$SAFE" "$M" \
+		"2 threads x 3, sleeps in the queue never time out (unlock as the C): none left asleep"
+	# Every sleep in the queue and as head, with R1 closed.
+	check wakeup-3t pass "-DNT=3 -DNACQ=1 $NOWAIT" "$SAFE" "$M" \
+		"3 threads x 1, no sleep times out, locked unlock: none left asleep"
+	check wakeup-3t-strict pass "-DNT=3 -DNACQ=1 -DBYPASS=0 $NOWAIT" "$SAFE" "$M" \
+		"3 threads x 1, strict FIFO, no sleep times out, locked unlock: none left asleep"
+	check wakeup-3t-live pass "-DNT=3 -DNACQ=1 -DPROGRESS $NOWAIT" "$LIVE" "-a -f $M" \
+		"3 threads x 1, no sleep times out, locked unlock: every lock() returns"
 fi
 
 # The reliances on a nap's timeout (README): each must show its counterexample.
-check timeout-R1-unlock-race fail "-DNT=2 -DNACQ=2 -DQMAX=2 -DTIMEOUT_INLINE=0" "$SAFE" "$M" \
-	"R1 (documented): the unlock's load before the fetch-or, its store after the futex check"
-check timeout-R3-turns fail "-DNT=3 -DNACQ=1 -DQMAX=2 -DTIMEOUT_OUTSIDE=0" "$SAFE" "$M" \
-	"R3 (by design): the sleep after taking turns, its wake-up read the count too early"
-check timeout-R4-drained fail "-DNT=3 -DNACQ=1 -DQMAX=2 $NOWAIT" "$SAFE" "$M" \
-	"R4 (by design): an outsider whose line empties with no outsider coming in to pass the room on"
-check timeout-R2-queue1 fail "-DNT=2 -DNACQ=2 -DQMAX=1 -DTIMEOUT_OUTSIDE=2" "$SAFE" "$M" \
-	"R2 (finding): TICKET_QUEUE=1, an outsider behind a holder no one was served after"
+check timeout-R1-head-window fail "-DNT=2 -DNACQ=2 -DTIMEOUT_HEAD=0" "$SAFE" "$M" \
+	"R1 (documented, parking.c): the unlock's load before the head's TS_WAKE_HEAD, its store after" \
+	"invalid end state"
+if [ $quick -eq 0 ]; then
+	check timeout-R2-escape-outside fail "-DNT=3 -DNACQ=2 -DQCAP=2 -DOUT_CAP=2 -DTIMEOUT_OUTSIDE=0" "$SAFE" "$M" \
+		"R2 (finding): an escape makes room in a full queue and wakes no outsider" \
+		"invalid end state"
+fi
 
 # Seeded bugs: SPIN must reject each one.
-check mut-no-unlock-wake fail "-DNT=2 -DNACQ=2 -DQMAX=2 $NOWAIT -DMUT_NO_UNLOCK_WAKE" "$SAFE" "$M" \
-	"mutation: ts_unlock_slow() does not wake the waiter it serves"
-check mut-no-successor-wake fail "-DNT=3 -DNACQ=1 -DQMAX=0 $NOWAIT_INLINE -DMUT_NO_SUCCESSOR_WAKE" "$SAFE" "$M" \
-	"mutation: after_served() does not wake the waiter behind it"
-check mut-park-store fail "-DNT=2 -DNACQ=2 -DQMAX=2 -DMUT_PARK_STORE" "$SAFE" "$M" \
-	"mutation: the park's fetch-or of TS_SLEEPERS as a load and a plain store"
-check mut-borrow-advances fail "-DNT=2 -DNACQ=2 -DQMAX=2 -DMUT_BORROW_ADVANCES" "$SAFE" "$M" \
-	"mutation: a borrower's unlock advances serving instead of handing the turn back"
-check mut-withdraw-not-last fail "-DNT=3 -DNACQ=1 -DQMAX=1 -DMUT_WITHDRAW_NOT_LAST" "$SAFE" "$M" \
-	"mutation: stepping out without checking we are last in line"
+check mut-steal-unbounded fail "-DNT=2 -DNACQ=3 -DBYPASS=1 -DMUT_STEAL_UNBOUNDED" "$SAFE" "$M" \
+	"mutation: steal without checking the bypass count" bypassed
+check mut-take-keeps-watching fail "-DNT=2 -DNACQ=2 -DBYPASS=1 -DMUT_TAKE_KEEPS_WATCHING" "$SAFE" "$M" \
+	"mutation: take_as_head() does not clear TS_WATCHING" watch_on
+check mut-no-wake-next fail "-DNT=3 -DNACQ=1 -DTIMEOUT_QUEUE=0 -DMUT_NO_WAKE_NEXT" "$SAFE" "$M" \
+	"mutation: the unlock does not wake on TS_WAKE_NEXT (sleeps in the queue never time out)" "invalid end state"
+if [ $quick -eq 0 ]; then
+	check mut-escape-not-last fail "-DNT=3 -DNACQ=2 -DBYPASS=1 -DMUT_ESCAPE_NOT_LAST" "$SAFE" "$M" \
+		"mutation: escape when not last in line" "has\\["
+	check mut-sleepers-two-behind fail "-DNT=3 -DNACQ=2 -DTIMEOUT_QUEUE=0 -DMUT_SLEEPERS_TWO_BEHIND" "$SAFE" "$M" \
+		"mutation: take_as_head() drops TS_SLEEPERS with two waiters behind (sleeps in the queue never time out)" \
+		"invalid end state"
+	check mut-join-no-cap fail "-DNT=3 -DNACQ=2 -DBYPASS=1 -DQCAP=2 -DMUT_JOIN_NO_CAP" "$SAFE" "$M" \
+		"mutation: join the queue without checking its capacity" queue_len
+fi
 
+echo
+printf '%-28s %-5s %-7s %-10s %6s  %-12s %s\n' configuration want errors states time verdict "error found"
+cat "$table"
 echo "verify.sh: $ran configurations run, $failures with an unexpected verdict"
 [ $failures -eq 0 ]
