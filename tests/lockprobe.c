@@ -247,9 +247,15 @@ static int wrap(int threads, long n)
 	locks = aligned_alloc(64, sizeof(*locks));
 	memset(locks, 0, sizeof(*locks));
 	/* head == next (an empty queue), free */
-	__atomic_store_n((uint32_t *)&locks[0].lock, start, __ATOMIC_RELEASE);
+	__atomic_store_n((uint32_t *)&locks[0].lock, queued_first > 0 ? 0 : start, __ATOMIC_RELEASE);
 	watch_head = 1;
 	if (queued_first > 0) {
+		/*
+		 * Held by us (taken through the API, so that ThreadSanitizer's
+		 * interceptors see a lock before the unlock), with the empty
+		 * queue set where its tickets will wrap.
+		 */
+		pthread_spin_lock(&locks[0].lock);
 		__atomic_store_n((uint32_t *)&locks[0].lock, start | TS_LOCKED, __ATOMIC_RELEASE);
 		for (int i = 0; i < queued_first; i++) {
 			pthread_create(&tids[i], NULL, wrap_queuer, NULL);
