@@ -48,10 +48,10 @@
  *
  * Configuration (spin -D...): NT threads (2 or 3), NACQ lock/unlock pairs
  * each, QCAP, BYPASS, TRYLOCK (each acquisition may be a trylock),
- * UNLOCK_LOCKED (the unlock's load and store as one locked instruction:
- * closes the head's documented window), OUT_CAP (the capacity
- * ts_sleep_outside() compares with: TS_QUEUE_CAPACITY as in the C, 3),
- * PROGRESS (the LTL claim), and the MUT_* mutations (README).
+ * NACQ0 (thread 0's pairs, default NACQ: one busy thread beside two that
+ * lock once), UNLOCK_LOCKED (the unlock's load and store as one locked
+ * instruction: closes the head's documented window), PROGRESS (the LTL
+ * claim), and the MUT_* mutations (README).
  */
 
 #ifndef NT
@@ -66,8 +66,8 @@
 #ifndef QCAP
 #define QCAP 3
 #endif
-#ifndef OUT_CAP
-#define OUT_CAP 3
+#ifndef NACQ0
+#define NACQ0 NACQ
 #endif
 #ifndef TIMEOUT_QUEUE
 #define TIMEOUT_QUEUE 1
@@ -123,11 +123,14 @@
 	(!STRICT && (!((w) & WATCHING) || bypass(w) < BYPASS))))
 #endif
 
-/* wait_in_queue(): the last in line, the watching head leaving the lock free. */
+/*
+ * wait_in_queue(): the last in line, the head (watching or not: asleep, or
+ * not running) leaving the lock free.
+ */
 #ifdef MUT_ESCAPE_NOT_LAST
-#define escape_cond(w, t) (((w) & WATCHING) && lockb(w) == 0)
+#define escape_cond(w, t) (lockb(w) == 0)
 #else
-#define escape_cond(w, t) (((w) & WATCHING) && lockb(w) == 0 && nextt(w) == (((t) + 1) & TMASK))
+#define escape_cond(w, t) (lockb(w) == 0 && nextt(w) == (((t) + 1) & TMASK))
 #endif
 
 /* Memory. */
@@ -195,7 +198,8 @@ inline steal(me, w, ok)
 		drain(me);
 		if
 		:: word == w ->
-			word = (w | LOCKED) + ((w & WATCHING) -> BYP_ONE : 0);
+			/* stolen(): with no one in the queue, all zero but TS_LOCKED */
+			word = (queued(w) == 0 -> LOCKED : (w | LOCKED) + ((w & WATCHING) -> BYP_ONE : 0));
 			if
 			:: w & WATCHING ->
 				assert(watch_on && queued(w) > 0 && head(w) == watch_tk);
@@ -271,7 +275,7 @@ proctype thread(byte me)
 
 acquire:
 	if
-	:: n == NACQ -> goto finish
+	:: n == (me == 0 -> NACQ0 : NACQ) -> goto finish
 	:: else
 	fi;
 #if TRYLOCK
@@ -376,7 +380,7 @@ wait_outside:
 			atomic { s = oseq }
 			load(me, x);
 			if
-			:: queued(x) < OUT_CAP        /* TS_SLEEP_SKIPPED */
+			:: queued(x) < QCAP           /* TS_SLEEP_SKIPPED (the configured capacity) */
 			:: else ->
 				atomic {
 					drain(me);
@@ -435,6 +439,12 @@ wait_in_queue:
 			:: else
 			fi;
 			if
+			:: between(t, nextt(w)) == 1 ->
+				/* the queue is empty: all zero again (I2) */
+				x = x & (WMASK - HEAD_FIELD - NEXT_FIELD)
+			:: else
+			fi;
+			if
 			:: word == w ->
 				word = x;
 				assert(has[me] && tk[me] == t);
@@ -475,24 +485,41 @@ wait_in_queue:
 			/* escape(): give our ticket back, take the lock, end the watch */
 			atomic {
 				drain(me);
+				x = unwatched(with_next(w, nextt(w) + TMASK)) | LOCKED;
+				if
+				:: queued(x) <= 1 ->
+					/* only the head is left: its wake-up, if it sleeps, is due */
+					x = x & (WMASK - SLEEPERS)
+				:: else
+				fi;
 				if
 				:: word == w ->
-					word = unwatched(with_next(w, nextt(w) + TMASK)) | LOCKED;
+					word = x;
 					/* I2: only the last ticket goes back, and it is ours */
 					assert(has[me] && ((nextt(w) + TMASK) & TMASK) == t);
 					has[me] = 0; tk[me] = 0;
 					watch_on = 0; bypassed = 0;
+					s = (queued(w) >= QCAP);        /* the queue was full */
 					ok = 1
-				:: else -> w = word; ok = 0
-				fi
+				:: else -> w = word; ok = 0; s = 0
+				fi;
+				x = 0
 			}
+#ifndef MUT_ESCAPE_NO_WAKE_OUTSIDE
+			/* room in a full queue: wake the outsiders (the fixed R2) */
 			if
-			:: ok -> ok = 0; t = 0; w = 0; goto critical
+			:: ok && s -> ts_wake_outside(me)
+			:: else
+			fi;
+#endif
+			if
+			:: ok -> ok = 0; s = 0; t = 0; w = 0; goto critical
 			:: else -> goto wait_in_queue
 			fi
 		:: STRICT || escape_cond(w, t) ||
-		   (between(head(w), t) == 1 && (w & WATCHING)) ->
-			goto look         /* keep looking (TS_NEXT_SPIN_NS, or the escape's clock) */
+		   (between(head(w), t) == 1 && (w & WATCHING) && !(w & SLEEPERS)) ->
+			/* keep looking (TS_NEXT_SPIN_NS: the next after a watching head, no one asleep; or the escape's clock) */
+			goto look
 		:: true ->
 			/* give_way() -> ts_sleep_in_queue() (parking.c) */
 			atomic { s = seq }
