@@ -35,11 +35,16 @@
  *  - Policy as choice, guarded only by what the C checks on the word: when a
  *    look finds nothing to do, the waiter may look again or sleep (the spin
  *    budget, TS_HEAD_PATIENCE); behind the head (not strict) it may look
- *    again only as the next after a watching head (TS_NEXT_SPIN_NS) or while
- *    the escape condition holds; the escape (TS_ESCAPE_NS) may happen at any
- *    look where its condition holds; an outsider may pause or sleep.  So
- *    every tuning of the budgets and clocks is covered.  TICKET_WAIT=park
- *    (the default) is modelled; spin and yield leave out sleeps.
+ *    again only as the next after a watching head while TS_SLEEPERS is
+ *    clear (TS_NEXT_SPIN_NS) or while the escape condition holds (the head,
+ *    watching or not, leaves the lock free and we are last in line); the
+ *    escape (TS_ESCAPE_NS) may happen at any look where its condition
+ *    holds; an outsider may pause or sleep.  So every tuning of the budgets
+ *    and clocks is covered.  The head's sleep being a choice at every look,
+ *    a woken head that watches a spin budget first (the C since 53f5309,
+ *    the model helper's F2) is one of the behaviours, not a distinct one.
+ *    TICKET_WAIT=park (the default) is modelled; spin and yield leave out
+ *    sleeps.
  *
  * Ghost state (not in the C): in_cs (mutual exclusion), has/tk (who holds
  * which ticket), watch_on/watch_tk/bypassed (the watch of the head of the
