@@ -490,7 +490,12 @@ wait_in_queue:
 			/* escape(): give our ticket back, take the lock, end the watch */
 			atomic {
 				drain(me);
+#ifdef MUT_ESCAPE_KEEPS_WATCHING
+				/* Mutation: escape() keeps TS_WATCHING and the bypass count. */
+				x = with_next(w, nextt(w) + TMASK) | LOCKED;
+#else
 				x = unwatched(with_next(w, nextt(w) + TMASK)) | LOCKED;
+#endif
 				if
 				:: queued(x) <= 1 ->
 					/* only the head is left: its wake-up, if it sleeps, is due */

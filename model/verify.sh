@@ -191,6 +191,8 @@ if [ $quick -eq 0 ]; then
 	check mut-escape-no-wake-outside fail "-DNT=3 -DNACQ=1 -DNACQ0=3 -DQCAP=2 -DTIMEOUT_OUTSIDE=0 -DMUT_ESCAPE_NO_WAKE_OUTSIDE" "$SAFE" "$M" \
 		"mutation: escape() from a full queue does not wake the outsiders (R2; sleeps outside never time out)" \
 		"invalid end state"
+	check mut-escape-keeps-watching fail "-DNT=3 -DNACQ=1 -DNACQ0=2 -DBYPASS=1 -DMUT_ESCAPE_KEEPS_WATCHING" "$SAFE" "$M" \
+		"mutation: escape() keeps TS_WATCHING and the bypass count (I3)" watch_on
 	check mut-join-no-cap fail "-DNT=3 -DNACQ=2 -DBYPASS=1 -DQCAP=2 -DMUT_JOIN_NO_CAP" "$SAFE" "$M" \
 		"mutation: join the queue without checking its capacity" queue_len
 fi
