@@ -35,11 +35,16 @@
  *  - Policy as choice, guarded only by what the C checks on the word: when a
  *    look finds nothing to do, the waiter may look again or sleep (the spin
  *    budget, TS_HEAD_PATIENCE); behind the head (not strict) it may look
- *    again only as the next after a watching head (TS_NEXT_SPIN_NS) or while
- *    the escape condition holds; the escape (TS_ESCAPE_NS) may happen at any
- *    look where its condition holds; an outsider may pause or sleep.  So
- *    every tuning of the budgets and clocks is covered.  TICKET_WAIT=park
- *    (the default) is modelled; spin and yield leave out sleeps.
+ *    again only as the next after a watching head while TS_SLEEPERS is
+ *    clear (TS_NEXT_SPIN_NS) or while the escape condition holds (the head,
+ *    watching or not, leaves the lock free and we are last in line); the
+ *    escape (TS_ESCAPE_NS) may happen at any look where its condition
+ *    holds; an outsider may pause or sleep.  So every tuning of the budgets
+ *    and clocks is covered.  The head's sleep being a choice at every look,
+ *    a woken head that watches a spin budget first (the C since 53f5309,
+ *    the model helper's F2) is one of the behaviours, not a distinct one.
+ *    TICKET_WAIT=park (the default) is modelled; spin and yield leave out
+ *    sleeps.
  *
  * Ghost state (not in the C): in_cs (mutual exclusion), has/tk (who holds
  * which ticket), watch_on/watch_tk/bypassed (the watch of the head of the
@@ -48,10 +53,10 @@
  *
  * Configuration (spin -D...): NT threads (2 or 3), NACQ lock/unlock pairs
  * each, QCAP, BYPASS, TRYLOCK (each acquisition may be a trylock),
- * UNLOCK_LOCKED (the unlock's load and store as one locked instruction:
- * closes the head's documented window), OUT_CAP (the capacity
- * ts_sleep_outside() compares with: TS_QUEUE_CAPACITY as in the C, 3),
- * PROGRESS (the LTL claim), and the MUT_* mutations (README).
+ * NACQ0 (thread 0's pairs, default NACQ: one busy thread beside two that
+ * lock once), UNLOCK_LOCKED (the unlock's load and store as one locked
+ * instruction: closes the head's documented window), PROGRESS (the LTL
+ * claim), and the MUT_* mutations (README).
  */
 
 #ifndef NT
@@ -66,8 +71,8 @@
 #ifndef QCAP
 #define QCAP 3
 #endif
-#ifndef OUT_CAP
-#define OUT_CAP 3
+#ifndef NACQ0
+#define NACQ0 NACQ
 #endif
 #ifndef TIMEOUT_QUEUE
 #define TIMEOUT_QUEUE 1
@@ -123,11 +128,14 @@
 	(!STRICT && (!((w) & WATCHING) || bypass(w) < BYPASS))))
 #endif
 
-/* wait_in_queue(): the last in line, the watching head leaving the lock free. */
+/*
+ * wait_in_queue(): the last in line, the head (watching or not: asleep, or
+ * not running) leaving the lock free.
+ */
 #ifdef MUT_ESCAPE_NOT_LAST
-#define escape_cond(w, t) (((w) & WATCHING) && lockb(w) == 0)
+#define escape_cond(w, t) (lockb(w) == 0)
 #else
-#define escape_cond(w, t) (((w) & WATCHING) && lockb(w) == 0 && nextt(w) == (((t) + 1) & TMASK))
+#define escape_cond(w, t) (lockb(w) == 0 && nextt(w) == (((t) + 1) & TMASK))
 #endif
 
 /* Memory. */
@@ -195,7 +203,8 @@ inline steal(me, w, ok)
 		drain(me);
 		if
 		:: word == w ->
-			word = (w | LOCKED) + ((w & WATCHING) -> BYP_ONE : 0);
+			/* stolen(): with no one in the queue, all zero but TS_LOCKED */
+			word = (queued(w) == 0 -> LOCKED : (w | LOCKED) + ((w & WATCHING) -> BYP_ONE : 0));
 			if
 			:: w & WATCHING ->
 				assert(watch_on && queued(w) > 0 && head(w) == watch_tk);
@@ -271,7 +280,7 @@ proctype thread(byte me)
 
 acquire:
 	if
-	:: n == NACQ -> goto finish
+	:: n == (me == 0 -> NACQ0 : NACQ) -> goto finish
 	:: else
 	fi;
 #if TRYLOCK
@@ -376,7 +385,7 @@ wait_outside:
 			atomic { s = oseq }
 			load(me, x);
 			if
-			:: queued(x) < OUT_CAP        /* TS_SLEEP_SKIPPED */
+			:: queued(x) < QCAP           /* TS_SLEEP_SKIPPED (the configured capacity) */
 			:: else ->
 				atomic {
 					drain(me);
@@ -435,6 +444,12 @@ wait_in_queue:
 			:: else
 			fi;
 			if
+			:: between(t, nextt(w)) == 1 ->
+				/* the queue is empty: all zero again (I2) */
+				x = x & (WMASK - HEAD_FIELD - NEXT_FIELD)
+			:: else
+			fi;
+			if
 			:: word == w ->
 				word = x;
 				assert(has[me] && tk[me] == t);
@@ -475,24 +490,46 @@ wait_in_queue:
 			/* escape(): give our ticket back, take the lock, end the watch */
 			atomic {
 				drain(me);
+#ifdef MUT_ESCAPE_KEEPS_WATCHING
+				/* Mutation: escape() keeps TS_WATCHING and the bypass count. */
+				x = with_next(w, nextt(w) + TMASK) | LOCKED;
+#else
+				x = unwatched(with_next(w, nextt(w) + TMASK)) | LOCKED;
+#endif
+				if
+				:: queued(x) <= 1 ->
+					/* only the head is left: its wake-up, if it sleeps, is due */
+					x = x & (WMASK - SLEEPERS)
+				:: else
+				fi;
 				if
 				:: word == w ->
-					word = unwatched(with_next(w, nextt(w) + TMASK)) | LOCKED;
+					word = x;
 					/* I2: only the last ticket goes back, and it is ours */
 					assert(has[me] && ((nextt(w) + TMASK) & TMASK) == t);
 					has[me] = 0; tk[me] = 0;
 					watch_on = 0; bypassed = 0;
+					s = (queued(w) >= QCAP);        /* the queue was full */
 					ok = 1
-				:: else -> w = word; ok = 0
-				fi
+				:: else -> w = word; ok = 0; s = 0
+				fi;
+				x = 0
 			}
+#ifndef MUT_ESCAPE_NO_WAKE_OUTSIDE
+			/* room in a full queue: wake the outsiders (the fixed R2) */
 			if
-			:: ok -> ok = 0; t = 0; w = 0; goto critical
+			:: ok && s -> ts_wake_outside(me)
+			:: else
+			fi;
+#endif
+			if
+			:: ok -> ok = 0; s = 0; t = 0; w = 0; goto critical
 			:: else -> goto wait_in_queue
 			fi
 		:: STRICT || escape_cond(w, t) ||
-		   (between(head(w), t) == 1 && (w & WATCHING)) ->
-			goto look         /* keep looking (TS_NEXT_SPIN_NS, or the escape's clock) */
+		   (between(head(w), t) == 1 && (w & WATCHING) && !(w & SLEEPERS)) ->
+			/* keep looking (TS_NEXT_SPIN_NS: the next after a watching head, no one asleep; or the escape's clock) */
+			goto look
 		:: true ->
 			/* give_way() -> ts_sleep_in_queue() (parking.c) */
 			atomic { s = seq }

@@ -161,15 +161,19 @@ if [ $quick -eq 0 ]; then
 		"3 threads x 1, no sleep times out, locked unlock: every lock() returns"
 fi
 
+# Outsiders: no sleep outside a full queue relies on its nap (R2 fixed: an
+# escape from a full queue wakes them, as a take does).  Thread 0 locks 3
+# times, the others once: the smallest run where an outsider sleeps while
+# the last in line escapes (3x2 does not finish here).
+if [ $quick -eq 0 ]; then
+	check wakeup-outside-3t-q2 pass "-DNT=3 -DNACQ=1 -DNACQ0=3 -DQCAP=2 -DTIMEOUT_OUTSIDE=0" "$SAFE" "$M" \
+		"3 threads (3, 1, 1 acquisitions), TICKET_QUEUE=2, sleeps outside never time out: none left asleep"
+fi
+
 # The reliances on a nap's timeout (README): each must show its counterexample.
 check timeout-R1-head-window fail "-DNT=2 -DNACQ=2 -DTIMEOUT_HEAD=0" "$SAFE" "$M" \
 	"R1 (documented, parking.c): the unlock's load before the head's TS_WAKE_HEAD, its store after" \
 	"invalid end state"
-if [ $quick -eq 0 ]; then
-	check timeout-R2-escape-outside fail "-DNT=3 -DNACQ=2 -DQCAP=2 -DOUT_CAP=2 -DTIMEOUT_OUTSIDE=0" "$SAFE" "$M" \
-		"R2 (finding): an escape makes room in a full queue and wakes no outsider" \
-		"invalid end state"
-fi
 
 # Seeded bugs: SPIN must reject each one.
 check mut-steal-unbounded fail "-DNT=2 -DNACQ=3 -DBYPASS=1 -DMUT_STEAL_UNBOUNDED" "$SAFE" "$M" \
@@ -184,6 +188,11 @@ if [ $quick -eq 0 ]; then
 	check mut-sleepers-two-behind fail "-DNT=3 -DNACQ=2 -DTIMEOUT_QUEUE=0 -DMUT_SLEEPERS_TWO_BEHIND" "$SAFE" "$M" \
 		"mutation: take_as_head() drops TS_SLEEPERS with two waiters behind (sleeps in the queue never time out)" \
 		"invalid end state"
+	check mut-escape-no-wake-outside fail "-DNT=3 -DNACQ=1 -DNACQ0=3 -DQCAP=2 -DTIMEOUT_OUTSIDE=0 -DMUT_ESCAPE_NO_WAKE_OUTSIDE" "$SAFE" "$M" \
+		"mutation: escape() from a full queue does not wake the outsiders (R2; sleeps outside never time out)" \
+		"invalid end state"
+	check mut-escape-keeps-watching fail "-DNT=3 -DNACQ=1 -DNACQ0=2 -DBYPASS=1 -DMUT_ESCAPE_KEEPS_WATCHING" "$SAFE" "$M" \
+		"mutation: escape() keeps TS_WATCHING and the bypass count (I3)" watch_on
 	check mut-join-no-cap fail "-DNT=3 -DNACQ=2 -DBYPASS=1 -DQCAP=2 -DMUT_JOIN_NO_CAP" "$SAFE" "$M" \
 		"mutation: join the queue without checking its capacity" queue_len
 fi
