@@ -156,6 +156,16 @@ static bool walk_line(const struct line *l, void *arg)
 {
 	struct walk *w = arg;
 
+	if (w->open && l->path == NULL && l->start == w->cur.end) {
+		/*
+		 * Anonymous and right after the object's last file page: its .bss
+		 * (a sanitizer build's padded globals reach it): still the object.
+		 */
+		w->cur.end = l->end;
+		if (w->want != 0 && l->start <= w->want && w->want < l->end)
+			w->found = true;
+		return true;
+	}
 	if (w->open && (l->path == NULL || !same_path(&w->cur, l) || l->offset == 0)) {
 		/* anonymous lines inside an object (its .bss) end it: fine for naming */
 		if (!close_object(w))

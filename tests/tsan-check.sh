@@ -121,7 +121,7 @@ test_misuse)
 	expect err "earlier reports suppressed by the rate limit"
 	# held, 126 phantom tickets in the queue: the most a waiter can find ahead
 	check "misuse suspect" "${misuse[@]}" TICKET_WAIT=yield TICKET_QUEUE=0 -- \
-		"$here/misuseprobe" suspect 0x7e000010 1
+		"$here/misuseprobe" suspect 0x7e800010 1
 	expect out ": acquired"
 	expect err "tickets ahead of ours"
 	check "misuse foreign" "${misuse[@]}" -- "$here/misuseprobe" foreign 1
