@@ -63,7 +63,7 @@ bool ts_misuse_suspect_word(const void *lock, uint32_t word, uint8_t ticket,
 
 /*
  * The slow-path hook: cheap enough to call at every entry of ts_lock_slow().
- * @word: the lock word as drawing @ticket left it (the fetch-add's result).  Calls
+ * @word: the lock word as drawing @ticket left it (our compare-and-swap's).  Calls
  * ts_misuse_suspect_word() only when more than
  * TS_MISUSE_AHEAD_CHEAP tickets are ahead of @ticket.
  */

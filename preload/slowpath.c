@@ -148,17 +148,24 @@ static uint32_t with_head(uint32_t word, uint32_t head)
 	return (word & ~TS_HEAD_FIELD) | ((head & TS_TICKET_MASK) << TS_HEAD_SHIFT);
 }
 
-bool ts_trylock_slow(ts_word_t *lock, uint32_t seen)
+/*
+ * Takes the lock without a ticket while may_steal() allows it, starting from
+ * @*word; false, with @*word as last seen, once it does not.
+ */
+static bool try_steal(const struct ts_config *cfg, ts_word_t *lock, uint32_t *word)
 {
-	const struct ts_config *cfg = ts_config();
-
-	while (may_steal(cfg, seen)) {
+	while (may_steal(cfg, *word)) {
 		/* ACQUIRE pairs with the RELEASE store in ts_unlock(). */
-		if (__atomic_compare_exchange_n(lock, &seen, stolen(seen), false, __ATOMIC_ACQUIRE,
+		if (__atomic_compare_exchange_n(lock, word, stolen(*word), false, __ATOMIC_ACQUIRE,
 		                                __ATOMIC_RELAXED))
 			return true;
 	}
 	return false;
+}
+
+bool ts_trylock_slow(ts_word_t *lock, uint32_t seen)
+{
+	return try_steal(ts_config(), lock, &seen);
 }
 
 bool ts_unlock_slow(ts_word_t *lock, uint32_t word)
@@ -520,13 +527,8 @@ static __attribute__((noinline)) void lock_queued(ts_word_t *lock, uint32_t word
 
 	w.entry = ts_delay_entry_claim(cfg, hash, &w.delay, &w.next_delay);
 	for (;;) {
-		if (may_steal(cfg, word)) {
-			/* ACQUIRE pairs with the RELEASE store in ts_unlock(). */
-			if (__atomic_compare_exchange_n(lock, &word, stolen(word), false,
-			                                __ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
-				break;
-			continue;
-		}
+		if (try_steal(cfg, lock, &word))
+			break;
 		if (ts_queued(word) < queue_capacity(cfg)) {
 			uint32_t joined = with_next(word, ts_next(word) + 1u);
 
@@ -572,18 +574,14 @@ int ts_lock_slow(ts_word_t *lock, uint32_t seen, const void *caller)
 	 * Steal first, with nothing set up: in a holder's burst, that is every
 	 * acquisition.
 	 */
-	while (may_steal(cfg, word)) {
-		/* ACQUIRE pairs with the RELEASE store in ts_unlock(). */
-		if (__atomic_compare_exchange_n(lock, &word, stolen(word), false, __ATOMIC_ACQUIRE,
-		                                __ATOMIC_RELAXED)) {
-			if (__builtin_expect(cfg->stats != NULL, 0)) {
-				struct ts_wait_stats st = { .borrows = 1 };
+	if (try_steal(cfg, lock, &word)) {
+		if (__builtin_expect(cfg->stats != NULL, 0)) {
+			struct ts_wait_stats st = { .borrows = 1 };
 
-				ts_stats_wait_begin(&st, true);
-				stats_record(lock, 0, caller, &st, 0);
-			}
-			return 0;
+			ts_stats_wait_begin(&st, true);
+			stats_record(lock, 0, caller, &st, 0);
 		}
+		return 0;
 	}
 	lock_queued(lock, word, caller);
 	return 0;
