@@ -17,7 +17,12 @@ struct padded_lock {
 	ts_word_t word;
 } __attribute__((aligned(64)));
 
-static struct padded_lock lock_pool[64];
+/*
+ * Enough locks that one shares lock 0's slot of the 64-slot table with
+ * near certainty: 1023 others miss it with probability (63/64)^1023, 1e-7.
+ */
+#define POOL_LOCKS 1024
+static struct padded_lock lock_pool[POOL_LOCKS];
 static ts_word_t *long_lock, *short_lock, *slot_sharer;
 static long rounds;
 static uint32_t long_delay[8], short_delay[8], sharer_delay[8], long_next_delay[8];
@@ -70,7 +75,7 @@ static unsigned slot_of(const void *lock, unsigned bits)
 /* Two locks from the pool whose hashed-table slots differ (or, with @same, match). */
 static void pick_locks(int same)
 {
-	for (int i = 1; i < 64; i++) {
+	for (int i = 1; i < POOL_LOCKS; i++) {
 		if ((slot_of(&lock_pool[0].word, 6) == slot_of(&lock_pool[i].word, 6)) == same) {
 			long_lock = &lock_pool[0].word;
 			short_lock = &lock_pool[i].word;
@@ -112,16 +117,6 @@ Test(autotune, contention_raises_the_delay_above_the_minimum)
 	run(4, 3000);
 	cr_assert_gt(max_of(long_delay, 4), ts_config()->delay_min << TS_DELAY_SHIFT,
 	             "no thread tuned its delay up (max %u)", max_of(long_delay, 4));
-}
-
-Test(autotune, hashed_table_keeps_per_lock_delays)
-{
-	environment("hashed");
-	pick_locks(0);
-	run(4, 3000);
-	cr_assert_gt(max_of(long_delay, 4), max_of(short_delay, 4),
-	             "long-held lock delay %u should exceed short-held lock delay %u",
-	             max_of(long_delay, 4), max_of(short_delay, 4));
 }
 
 Test(autotune, single_table_shares_one_delay)
@@ -273,18 +268,27 @@ Test(autotune, hashed_table_keeps_each_locks_delay_while_another_is_tuned)
 /*
  * The tuner comes back down.  One thread, T, waits as the far waiter (behind
  * the head of the queue, a thread queued while the main thread holds) in
- * rounds.  First the lock is held 10 ms: T's looks find it busy, and its
+ * rounds.  First the lock is held 20 ms: T's looks find it busy, and its
  * delay grows.  Then the hold time drops to nothing: the next in line takes
  * and releases the lock at once, and T's first look finds its turn already
  * come (it overslept): its delay must fall.  Counted, not timed: the rounds
  * after which T's delay was lower than before.  (A round in which the next
  * in line lost its CPU ends with busy looks instead, a little higher; with
- * TICKET_DELAY_MIN set high, T's first look comes a thousand pauses or more
- * after its draw, time enough for a running next in line.)
+ * TICKET_DELAY_MIN set to 200, T's first look comes 200 pauses or more after
+ * its draw, time enough for a running next in line.)
+ *
+ * The long rounds must outgrow the oversleep that ends each of them: a busy
+ * look adds 1/7 unit, an oversleep takes delay/32.  At 200 units a look is
+ * some 4 us (18 ns a pause here, more on older cores), so 20 ms gives
+ * hundreds of looks, +50 units or more, against -7: margin enough for a T
+ * that gets a tenth of a CPU beside the other tests.  (At 1000 units and
+ * 10 ms the two were even, and the test failed one run in seven.)
  */
 static ts_word_t *far_lock;
 static int far_go, far_done;
 static uint32_t far_delay[64];
+static ts_word_t *far_read[2]; /* T's delays for these locks, at the end: far_end[] */
+static uint32_t far_end[2];
 
 /* The holder and the threads queued behind it (the holder has no ticket). */
 static unsigned tickets_in_line(void)
@@ -314,22 +318,27 @@ static void *far_waiter(void *arg)
 		far_delay[r] = ts_delay_of(ts_config(), (const void *)far_lock);
 		__atomic_store_n(&far_done, r + 1, __ATOMIC_RELEASE);
 	}
+	for (int i = 0; i < 2; i++)
+		if (far_read[i] != NULL)
+			far_end[i] = ts_delay_of(ts_config(), (const void *)far_read[i]);
 	return NULL;
 }
 
-Test(autotune, the_delay_comes_back_down_when_the_hold_time_drops)
+/*
+ * Runs T as the far waiter for @n rounds: in round r, on @locks[r], held
+ * @hold_us[r] microseconds by the main thread while the next in line and T
+ * queue behind it.  T's delay after each round lands in far_delay[], and
+ * its delays for far_read[] at the end in far_end[].
+ */
+static void far_rounds(ts_word_t *const *locks, const unsigned *hold_us, int n)
 {
-	enum { LONG_ROUNDS = 10, SHORT_ROUNDS = 30 };
 	pthread_t far, next;
-	uint32_t min;
-	int fell = 0;
 
-	environment("hashed");
-	setenv("TICKET_WAIT", "spin", 1); /* T looks, never sleeps */
-	setenv("TICKET_DELAY_MIN", "1000", 1); /* a look costs a thousand pauses or more */
-	far_lock = &lock_pool[0].word;
-	cr_assert_eq(pthread_create(&far, NULL, far_waiter, (void *)(intptr_t)(LONG_ROUNDS + SHORT_ROUNDS)), 0);
-	for (int r = 0; r < LONG_ROUNDS + SHORT_ROUNDS; r++) {
+	far_go = far_done = 0;
+	cr_assert_eq(pthread_create(&far, NULL, far_waiter, (void *)(intptr_t)n), 0);
+	for (int r = 0; r < n; r++) {
+		/* far_go's RELEASE publishes far_lock to T; pthread_create to the next. */
+		far_lock = locks[r];
 		ts_lock(far_lock, NULL);
 		cr_assert_eq(pthread_create(&next, NULL, take_once, NULL), 0);
 		while (tickets_in_line() < 2)
@@ -337,22 +346,74 @@ Test(autotune, the_delay_comes_back_down_when_the_hold_time_drops)
 		__atomic_store_n(&far_go, r + 1, __ATOMIC_RELEASE);
 		while (tickets_in_line() < 3)
 			sched_yield();
-		if (r < LONG_ROUNDS)
-			usleep(10000);
+		if (hold_us[r] > 0)
+			usleep(hold_us[r]);
 		cr_assert(ts_unlock(far_lock));
 		pthread_join(next, NULL);
 		while (__atomic_load_n(&far_done, __ATOMIC_ACQUIRE) < r + 1)
 			sched_yield();
 	}
 	pthread_join(far, NULL);
+}
+
+static void far_environment(void)
+{
+	environment("hashed");
+	setenv("TICKET_WAIT", "spin", 1); /* T looks, never sleeps */
+	setenv("TICKET_DELAY_MIN", "200", 1); /* a look costs 200 pauses or more */
+}
+
+Test(autotune, the_delay_comes_back_down_when_the_hold_time_drops)
+{
+	enum { LONG_ROUNDS = 10, SHORT_ROUNDS = 30, ROUNDS = LONG_ROUNDS + SHORT_ROUNDS };
+	ts_word_t *locks[ROUNDS];
+	unsigned hold_us[ROUNDS];
+	uint32_t min;
+	int fell = 0;
+
+	far_environment();
+	for (int r = 0; r < ROUNDS; r++) {
+		locks[r] = &lock_pool[0].word;
+		hold_us[r] = r < LONG_ROUNDS ? 20000 : 0;
+	}
+	far_rounds(locks, hold_us, ROUNDS);
 	min = ts_config()->delay_min << TS_DELAY_SHIFT;
 	cr_assert_gt(far_delay[LONG_ROUNDS - 1], min,
-	             "the long holds did not tune the far waiter's delay up: proves nothing");
-	for (int r = LONG_ROUNDS; r < LONG_ROUNDS + SHORT_ROUNDS; r++)
+	             "the long holds did not tune the far waiter's delay up (%u, minimum %u): "
+	             "proves nothing", far_delay[LONG_ROUNDS - 1], min);
+	for (int r = LONG_ROUNDS; r < ROUNDS; r++)
 		fell += far_delay[r] < far_delay[r - 1];
 	cr_assert_gt(fell, 0, "in %d rounds without a hold, the far waiter's delay never fell "
 	             "(%u after the long holds, %u at the end)", SHORT_ROUNDS,
-	             far_delay[LONG_ROUNDS - 1], far_delay[LONG_ROUNDS + SHORT_ROUNDS - 1]);
+	             far_delay[LONG_ROUNDS - 1], far_delay[ROUNDS - 1]);
+}
+
+/*
+ * TICKET_DELAY_TABLE=hashed keeps a delay per lock: T waits in rounds
+ * alternately on a long-held lock and, on another slot, a lock its turn
+ * comes for at once.  The long-held lock's delay ends above the other's.
+ * (Scripted rounds, not free-running threads: four threads on two CPUs
+ * preempt holders of either lock, and the short-held one's delay could
+ * then grow past the other's.)
+ */
+Test(autotune, hashed_table_keeps_per_lock_delays)
+{
+	enum { ROUNDS = 16 };
+	ts_word_t *locks[ROUNDS];
+	unsigned hold_us[ROUNDS];
+
+	far_environment();
+	pick_locks(0);
+	for (int r = 0; r < ROUNDS; r++) {
+		locks[r] = r % 2 == 0 ? long_lock : short_lock;
+		hold_us[r] = r % 2 == 0 ? 20000 : 0;
+	}
+	far_read[0] = long_lock;
+	far_read[1] = short_lock;
+	far_rounds(locks, hold_us, ROUNDS);
+	cr_assert_gt(far_end[0], far_end[1],
+	             "long-held lock delay %u should exceed short-held lock delay %u",
+	             far_end[0], far_end[1]);
 }
 
 /* The rule itself, at its bounds: oversleeping lowers a delay of 2 units or more. */
