@@ -29,8 +29,7 @@
  * reading may move a few instructions earlier or later, which is far below
  * what is measured.  Ticks are converted by readers from a (TSC,
  * CLOCK_MONOTONIC) pair taken when the file is made and one taken when the
- * report is made; the 50 us estimate made at creation only sets the segment
- * gap of the totals.
+ * report is made.
  *
  * Wait time: from the slow path's first look at the lock (one backoff after
  * the ticket is drawn, see wait_in_line()) to the acquisition, every
@@ -95,7 +94,6 @@ static ino_t file_ino;
 static uint64_t file_size;             /* under grow_lock */
 static pthread_mutex_t grow_lock = PTHREAD_MUTEX_INITIALIZER;
 static bool use_tsc;
-static uint64_t seg_gap;               /* TS_SEG_GAP_NS in clock units */
 
 /* TICKET_STATS=FILE: where the report goes at exit. */
 static char report_path[PATH_MAX];
@@ -453,18 +451,6 @@ static bool create_stats_file(const struct ts_config *cfg)
 		snprintf(h->exe, sizeof(h->exe), "%s", program_invocation_name);
 	header = h;
 	note_modules();
-	/* The segment gap needs the tick rate only roughly: 50 us of both clocks. */
-	if (use_tsc) {
-		uint64_t ns = h->ns0, ticks;
-
-		while ((ns = monotonic_ns()) - h->ns0 < 50000)
-			;
-		ticks = stats_clock();
-		seg_gap = (uint64_t)((double)TS_SEG_GAP_NS * (double)(ticks - h->tsc0) /
-		                     (double)(ns - h->ns0));
-	} else {
-		seg_gap = TS_SEG_GAP_NS;
-	}
 	/* Last: a reader that sees the magic sees a whole header. */
 	__atomic_store_n(&h->magic, TS_FILE_MAGIC, __ATOMIC_RELEASE);
 	return true;
@@ -728,7 +714,7 @@ static void fold(struct ts_thread_slot *t)
 {
 	uint32_t sites = t->nsites;
 
-	ts_slot_fold(t, seg_gap);
+	ts_slot_fold(t);
 	if (!__atomic_load_n(&any_recorded, __ATOMIC_RELAXED))
 		__atomic_store_n(&any_recorded, true, __ATOMIC_RELAXED);
 	if (t->nsites != sites && !module_known(t->sites[t->last_site].caller))

@@ -95,9 +95,10 @@ enum ts_image_state {
 };
 
 /*
- * A run of one thread's observations of one lock, each within
- * TS_SEG_GAP_NS of the one before: its first and last (ticket and time)
- * and the sum of the ticket distances between consecutive ones (stats.c).
+ * A run of one thread's observations of one lock, between two
+ * pthread_spin_init() calls: its first and last (ticket and time) and the
+ * sum of the takes between consecutive ones (stats_report.c, counted as
+ * lower bounds, so a run may span any gap).
  */
 struct ts_segment {
 	uint64_t lock;     /* 0: not started */
@@ -211,18 +212,11 @@ static inline uint64_t ts_slot_offset(uint32_t i)
 }
 
 /*
- * A thread's own observations of a lock more than this apart (in ns) start a
- * new segment: the gap could hide a whole ticket space of acquisitions
- * (16384 at 4 ns each).
- */
-#define TS_SEG_GAP_NS 65536u
-
-/*
  * Folds @slot's pending record into its aggregates, if not yet done.
- * @seg_gap is TS_SEG_GAP_NS in clock units.  Used by the writer (at its next
- * contended acquisition) and by readers (on their private copy).
+ * Used by the writer (at its next contended acquisition) and by readers
+ * (on their private copy).
  */
-void ts_slot_fold(struct ts_thread_slot *slot, uint64_t seg_gap);
+void ts_slot_fold(struct ts_thread_slot *slot);
 
 /* Where a call site is, as "function+0xoff (object)" or "object+0xoff". */
 typedef void (*ts_describe_fn)(uint64_t address, char *buf, size_t size, void *arg);

@@ -15,7 +15,9 @@
  * counted apart as "borrows").  Acquisitions of an idle lock are never seen:
  * the total is a lower bound, and the report says so.  pthread_spin_init()
  * restarts a lock's tickets: each thread logs its inits, and the merge
- * restarts the count there.
+ * restarts the count there.  So does a queue that empties (ticket_lock.h:
+ * the word goes back to all-zero), unlogged: takes_between() counts so that
+ * a restart between two observations can only make the count short.
  *
  * The file may be read while the process writes it: a record being updated
  * at that moment may be read half-updated (an acquisition missed or counted
@@ -104,13 +106,32 @@ static struct ts_site_rec *site_rec_of(struct ts_thread_slot *t, uint64_t lock, 
 	return NULL;
 }
 
+/*
+ * The queue's takes after an observed take of ticket @from, up to and
+ * including one of ticket @to, at least.  Tickets restart from 0 whenever
+ * the queue empties (ticket_lock.h), and no record says when: a ticket
+ * lower than the one before may be the wrap after 127 (128 - @from + @to
+ * takes) or a restart (@to + 1 takes, and any number before it), so it
+ * counts @to + 1, the smaller.  A ticket higher than the one before counts
+ * the difference: at least what happened, restarts or not.  So every
+ * distance is a lower bound, and so is any chain of them.  (Counting modulo
+ * the ticket space, as before the queue restarted, made a restart from
+ * ticket 5 to 0 count 123 takes: totals above the truth.)
+ */
+static uint32_t takes_between(uint16_t from, uint16_t to)
+{
+	from &= TS_TICKET_MASK;
+	to &= TS_TICKET_MASK;
+	return to >= from ? (uint32_t)(to - from) : (uint32_t)to + 1u;
+}
+
 static void note_segment(struct ts_thread_slot *t, struct ts_lock_rec *r,
-                         const struct ts_pending *p, uint64_t seg_gap)
+                         const struct ts_pending *p)
 {
 	struct ts_segment *g = &r->seg;
 
-	/* a gap that could hide a wrap, or a re-initialisation, ends the segment */
-	if (g->lock != 0 && (g->epoch != p->epoch || p->served - g->last > seg_gap)) {
+	/* a re-initialisation ends the segment */
+	if (g->lock != 0 && g->epoch != p->epoch) {
 		if (t->nsegs < TS_SEG_LIMIT) {
 			t->segs[t->nsegs] = *g;
 			/* RELEASE: readers that see the count see the segment. */
@@ -124,7 +145,7 @@ static void note_segment(struct ts_thread_slot *t, struct ts_lock_rec *r,
 		}
 	}
 	if (g->lock != 0) {
-		g->span += ts_tickets_between(g->last_ticket, p->ticket);
+		g->span += takes_between(g->last_ticket, p->ticket);
 	} else {
 		*g = (struct ts_segment){ .first = p->served, .epoch = p->epoch,
 		                          .first_ticket = p->ticket };
@@ -134,7 +155,7 @@ static void note_segment(struct ts_thread_slot *t, struct ts_lock_rec *r,
 	g->last = p->served;
 }
 
-void ts_slot_fold(struct ts_thread_slot *t, uint64_t seg_gap)
+void ts_slot_fold(struct ts_thread_slot *t)
 {
 	const struct ts_pending *p = &t->pending;
 	uint64_t seq = __atomic_load_n(&p->seq, __ATOMIC_ACQUIRE);
@@ -153,7 +174,7 @@ void ts_slot_fold(struct ts_thread_slot *t, uint64_t seg_gap)
 	 * ours; a record served at once has no time to be placed by)
 	 */
 	if (p->borrows == 0 && !p->at_once)
-		note_segment(t, r, p, seg_gap);
+		note_segment(t, r, p);
 	if (!p->at_once)
 		r->latest = p->served;
 	r->contended++;
@@ -295,15 +316,15 @@ static int by_time(const void *a, const void *b)
 
 /*
  * The acquisitions from the lock's first contended acquisition to its last.
- * Every ticket distance we know falls short of the truth by a multiple of
- * the ticket space, if at all: the distance between two observations
- * adjacent in time, and each segment's own span (the sum of distances
- * between its thread's consecutive observations).  Chaining them from the
- * first observation to the last gives a count congruent to the truth; the
- * longest chain is the best of them.  The observations' clock readings order
- * them, since each was read with the lock held.  A pthread_spin_init() of the
- * lock (@inits, sorted by time) restarts its tickets from 0: the chain counts
- * nothing across it, and from it to the next observation the tickets from 0;
+ * Every distance we know is a lower bound (takes_between()): between two
+ * observations adjacent in time, and each segment's own span (the sum of
+ * distances between its thread's consecutive observations).  Chaining them
+ * from the first observation to the last gives a count no greater than the
+ * truth; the longest chain is the best of them.  The observations' clock
+ * readings order them, since each was read with the lock held.  A
+ * pthread_spin_init() of the lock (@inits, sorted by time) restarts its
+ * tickets from 0: the chain counts nothing across it, and from it to the
+ * next observation the tickets from 0;
  * a span across it is not used.  @points has room for 2 x @n + @ninits.
  */
 static uint64_t total_of(const struct ts_segment *r, size_t n, const struct ts_init_rec *inits,
@@ -337,7 +358,7 @@ static uint64_t total_of(const struct ts_segment *r, size_t n, const struct ts_i
 			last_init = p + 1;
 			continue;
 		}
-		best[p] = best[p - 1] + ts_tickets_between(points[p - 1].ticket, points[p].ticket);
+		best[p] = best[p - 1] + takes_between(points[p - 1].ticket, points[p].ticket);
 		if (points[p].kind == LAST && first_at[points[p].rec] < p &&
 		    first_at[points[p].rec] + 1 > last_init) {
 			const struct ts_segment *own = &r[points[p].rec];
@@ -440,7 +461,6 @@ int ts_report_read(int fd, struct ts_file_header *h, struct ts_report *report)
 	struct ts_thread_slot *slot;
 	struct stat st;
 	uint32_t backed, nslots;
-	uint64_t seg_gap;
 	int err = ENOMEM;
 
 	memset(report, 0, sizeof(*report));
@@ -456,12 +476,6 @@ int ts_report_read(int fd, struct ts_file_header *h, struct ts_report *report)
 		h->nmodules = TS_MODULE_LIMIT;
 	for (uint32_t i = 0; i < h->nmodules; i++)
 		h->modules[i].path[sizeof(h->modules[i].path) - 1] = '\0';
-	{
-		double gap = TS_SEG_GAP_NS * ts_ticks_per_ns(h);
-
-		/* (a damaged clock pair must not make the conversion undefined) */
-		seg_gap = gap >= 1 && gap < 1e15 ? (uint64_t)gap : TS_SEG_GAP_NS;
-	}
 	backed = (uint64_t)st.st_size <= sizeof(*h)
 	                 ? 0
 	                 : (uint32_t)(((uint64_t)st.st_size - sizeof(*h)) / sizeof(*slot));
@@ -496,7 +510,7 @@ int ts_report_read(int fd, struct ts_file_header *h, struct ts_report *report)
 			slot->nlocks = TS_LOCK_LIMIT; /* (a damaged file must not make us run away) */
 		if (slot->nsites > TS_SITE_LIMIT)
 			slot->nsites = TS_SITE_LIMIT;
-		ts_slot_fold(slot, seg_gap); /* the latest acquisition, if the thread had no next */
+		ts_slot_fold(slot); /* the latest acquisition, if the thread had no next */
 
 		report->dropped_locks += slot->dropped_locks;
 		report->dropped_sites += slot->dropped_sites;

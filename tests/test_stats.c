@@ -154,24 +154,64 @@ static int lock_a, lock_b, lock_c; /* only their addresses matter */
 
 Test(stats_merge, one_thread_across_the_ticket_wrap)
 {
-	struct event ev[200];
+	static struct event ev[9100];
 	struct row row;
 	long n;
 
 	events = ev;
-	/* tickets 500..9500, one in 100 recorded: the 7-bit tickets wrap 74 times */
-	for (uint64_t k = 500; k <= 9500; k += 100)
+	/*
+	 * Tickets 500..9500, every one recorded (every take in the queue goes
+	 * through the slow path): the 7-bit tickets wrap 70 times, and each
+	 * wrap, 127 then 0, counts one take.
+	 */
+	for (uint64_t k = 500; k <= 9500; k++)
 		add(0, &lock_a, k, (const char *)&getpid + 3);
 	record_all(1);
 	char *text = report(20, &n);
 	cr_assert_eq(n, 1, "%s", text);
 	cr_assert(row_of(text, &lock_a, &row), "%s", text);
 	cr_assert_eq(row.total, 9001, "%s", text);
-	cr_assert_eq(row.contended, 91);
+	cr_assert_eq(row.contended, 9001);
 	cr_assert_eq(row.threads, 1);
-	cr_assert_eq(row.yields, 91);
+	cr_assert_eq(row.yields, 9001);
 	cr_assert(strstr(row.site, "getpid+0x3 (") != NULL && strstr(row.site, "libc.so") != NULL
 	          && strstr(row.site, " 100%") != NULL, "site: %s", row.site);
+}
+
+/*
+ * The queue empties and its tickets restart from 0 (ticket_lock.h), and
+ * takes served at their first look leave no observation: the total never
+ * exceeds the acquisitions made.  Busy periods of 3, 6, 2, 5 and 4 takes,
+ * thread 0 and 1 alternating; the last take of each period (which empties
+ * the queue) served at once, unobserved.  Counted modulo 128, the restart
+ * from an observed ticket 4 to the next period's 0 was 124 takes.
+ */
+Test(stats_merge, a_queue_that_empties_restarts_its_tickets)
+{
+	static const int periods[] = { 3, 6, 2, 5, 4 };
+	struct event ev[64];
+	struct row row;
+	int made = 0, observed = 0;
+	long n;
+
+	events = ev;
+	for (size_t p = 0; p < sizeof(periods) / sizeof(periods[0]); p++) {
+		for (int k = 0; k < periods[p]; k++) {
+			add(made % 2, &lock_a, (uint64_t)k, NULL);
+			if (k == periods[p] - 1)
+				events[nevents - 1].at_once = 1;
+			else
+				observed++;
+			made++;
+		}
+	}
+	record_all(2);
+	char *text = report(20, &n);
+	cr_assert(row_of(text, &lock_a, &row), "%s", text);
+	cr_assert_eq(row.contended, (unsigned long long)made, "%s", text);
+	cr_assert(row.total >= row.contended && row.total <= (unsigned long long)made,
+	          "%d acquisitions (%d observed), yet a total of %llu:\n%s", made, observed,
+	          row.total, text);
 }
 
 Test(stats_merge, threads_that_overlap_leave_gaps_and_exit)
@@ -186,21 +226,24 @@ Test(stats_merge, threads_that_overlap_leave_gaps_and_exit)
 	 * 900 (a gap of 40 unobserved tickets before); thread 0 again at 1000,
 	 * after a gap of 100 and 920 after its own previous one (the ticket
 	 * space is 128).  Every thread has exited when the report is made.
+	 * Thread 2's own distances (odd tickets: 127 then 1 at each wrap) are
+	 * exact, and so are the gaps (no wrap in them): the longest chain is the
+	 * truth.  (Thread 1's even tickets go from 126 to 0, counted 1: short.)
 	 */
 	for (uint64_t k = 0; k <= 80; k += 5)
 		add(0, &lock_a, k, &lock_b);
-	for (uint64_t k = 120; k <= 900; k += 3)
-		add(1 + (int)(k / 3) % 2, &lock_a, k, (k / 3) % 3 == 0 ? &lock_c : &lock_b);
+	for (uint64_t k = 120; k <= 900; k += 1)
+		add(1 + (int)(k % 2), &lock_a, k, (k / 3) % 3 == 0 ? &lock_c : &lock_b);
 	add(0, &lock_a, 1000, &lock_b);
 	record_all(3);
 	char *text = report(20, &n);
 	cr_assert_eq(n, 1, "%s", text);
 	cr_assert(row_of(text, &lock_a, &row), "%s", text);
 	cr_assert_eq(row.total, 1001, "%s", text);
-	cr_assert_eq(row.contended, 17 + 261 + 1);
+	cr_assert_eq(row.contended, 17 + 781 + 1);
 	cr_assert_eq(row.threads, 3);
-	/* the top call site: &lock_b, 192 of 279; no symbol, so object+offset */
-	cr_assert(strstr(row.site, " 68%, ") != NULL && strstr(row.site, " 31%") != NULL,
+	/* the top call site: &lock_b, 540 of 799 (lock_c: k / 3 = 42, 45 .. 300); object+offset */
+	cr_assert(strstr(row.site, " 67%, ") != NULL && strstr(row.site, " 32%") != NULL,
 	          "site: %s", row.site);
 }
 
@@ -298,20 +341,20 @@ Test(stats_merge, sorted_by_contention_and_cut_at_top)
 
 Test(stats_merge, served_at_once_waits_none_and_still_counts)
 {
-	struct event ev[64];
+	static struct event ev[1900];
 	struct row row;
 	long n;
 
 	events = ev;
 	/*
 	 * Thread 0 waited (its records carry a time, the observations behind the
-	 * total, across 14 ticket wraps); thread 1 was served at its first look
-	 * in between: counted, timed as no wait, but no observation.
+	 * total: odd tickets across 14 wraps, 127 then 1 each time, exact);
+	 * thread 1 was served at its first look in between: counted, timed as
+	 * no wait, but no observation.
 	 */
-	for (uint64_t k = 500; k <= 2300; k += 100) {
-		add(0, &lock_a, k, NULL);
-		if (k < 2300) {
-			add(1, &lock_a, k + 50, NULL);
+	for (uint64_t k = 501; k <= 2299; k++) {
+		add(k % 2 == 1 ? 0 : 1, &lock_a, k, NULL);
+		if (k % 2 == 0) {
 			events[nevents - 1].at_once = 1;
 			events[nevents - 1].ahead = 0;
 		}
@@ -323,8 +366,8 @@ Test(stats_merge, served_at_once_waits_none_and_still_counts)
 	char *text = report(20, &n);
 	cr_assert_eq(n, 2, "%s", text);
 	cr_assert(row_of(text, &lock_a, &row), "%s", text);
-	cr_assert_eq(row.contended, 19 + 18, "%s", text);
-	cr_assert_eq(row.total, 1801, "%s", text);
+	cr_assert_eq(row.contended, 900 + 899, "%s", text);
+	cr_assert_eq(row.total, 1799, "%s", text);
 	/* thread 0's waits are not timed here (no begin): the timed ones are thread 1's, of none */
 	cr_assert(row.wait_max == 0 && row.wait_mean == 0 && row.wait_total_ms == 0, "%s", text);
 	cr_assert(row_of(text, &lock_b, &row), "%s", text);
