@@ -30,22 +30,11 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "probe_check.h"
 #include "symbol_provider.h"
 #include "ticket_lock.h"
 
 #define NOINLINE __attribute__((noinline, visibility("default")))
-
-static int failures;
-
-#define CHECK(cond, ...)                                  \
-	do {                                              \
-		if (!(cond)) {                            \
-			printf("FAILED: " __VA_ARGS__);   \
-			printf("\n");                     \
-			failures++;                       \
-		}                                         \
-	} while (0)
-
 
 static uint32_t word_of(pthread_spinlock_t *lock)
 {

@@ -30,21 +30,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "probe_check.h"
 #include "symbol_provider.h"
 #include "ticket_lock.h"
 
 pthread_spinlock_t probe_lock; /* exported (-rdynamic): ctorlock.so takes it */
-
-static int failures;
-
-#define CHECK(cond, ...)                                  \
-	do {                                              \
-		if (!(cond)) {                            \
-			printf("FAILED: " __VA_ARGS__);   \
-			printf("\n");                     \
-			failures++;                       \
-		}                                         \
-	} while (0)
 
 /* Threads holding or queued for the lock: the queue's tickets, and the holder. */
 static unsigned tickets_in_line(void)
