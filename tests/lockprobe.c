@@ -19,6 +19,12 @@
  *   lockprobe progress THREADS MS      THREADS threads take the lock over and
  *                                      over for MS milliseconds; prints each
  *                                      one's count; fails if one never got it
+ *   lockprobe full CAPACITY            a thread locks a held lock whose queue
+ *                                      holds CAPACITY tickets (the word set by
+ *                                      hand): it must wait outside, drawing no
+ *                                      ticket (the queue never wraps into
+ *                                      looking empty), trylock must fail; then
+ *                                      the queue is emptied and it gets the lock
  *   lockprobe hold WAITERS HOLD_MS     WAITERS threads wait while the main thread
  *                                      holds the lock for HOLD_MS (asleep);
  *                                      prints the CPU time the process used
@@ -280,6 +286,71 @@ static int wrap(int threads, long n)
 	return rc;
 }
 
+/* full: the thread that finds the queue full. */
+static int full_calling, full_got;
+
+static void *full_arrival(void *arg)
+{
+	(void)arg;
+	__atomic_store_n(&full_calling, 1, __ATOMIC_RELEASE);
+	pthread_spin_lock(&locks[0].lock);
+	__atomic_store_n(&full_got, 1, __ATOMIC_RELEASE);
+	critical(&locks[0]);
+	pthread_spin_unlock(&locks[0].lock);
+	return NULL;
+}
+
+/*
+ * Mutual exclusion must not depend on how many wait (issue 18, item 13):
+ * with a ticket space of 128, a 128th ticket would make the queue look
+ * empty.  The word is set by hand to "held, CAPACITY queued" (CAPACITY
+ * threads need not exist for that): one more locker waits outside.
+ */
+static int full(unsigned capacity)
+{
+	uint32_t word = TS_LOCKED | capacity << TS_NEXT_SHIFT, now;
+	pthread_t t;
+	int rc = 0, busy;
+
+	if (capacity < 2 || capacity > TS_TICKET_MASK)
+		return 2;
+	nlocks = 1;
+	locks = aligned_alloc(64, sizeof(*locks));
+	memset(locks, 0, sizeof(*locks));
+	pthread_spin_lock(&locks[0].lock); /* through the API, for ThreadSanitizer */
+	__atomic_store_n((uint32_t *)&locks[0].lock, word, __ATOMIC_RELEASE);
+	pthread_create(&t, NULL, full_arrival, NULL);
+	while (!__atomic_load_n(&full_calling, __ATOMIC_ACQUIRE))
+		sched_yield();
+	usleep(50000); /* (a late arrival makes the checks below vacuous, never false) */
+	now = __atomic_load_n((uint32_t *)&locks[0].lock, __ATOMIC_ACQUIRE);
+	busy = pthread_spin_trylock(&locks[0].lock);
+	printf("full %u: word 0x%08x -> 0x%08x, trylock %s, arrival %s\n", capacity, word, now,
+	       busy == EBUSY ? "EBUSY" : "took it",
+	       __atomic_load_n(&full_got, __ATOMIC_ACQUIRE) ? "took it" : "waits");
+	if (ts_next(now) != ts_next(word) || ts_head(now) != ts_head(word)) {
+		printf("the arrival drew a ticket from a full queue\n");
+		rc = 1;
+	}
+	if (busy != EBUSY || __atomic_load_n(&full_got, __ATOMIC_ACQUIRE)) {
+		printf("mutual exclusion broken: the held lock was taken\n");
+		rc = 1;
+	}
+	if (busy == 0)
+		return rc; /* (the word is no longer ours to repair) */
+	/* as if every ticket in the queue had been served: held, the queue empty */
+	__atomic_store_n((uint32_t *)&locks[0].lock, TS_LOCKED, __ATOMIC_RELEASE);
+	pthread_spin_unlock(&locks[0].lock);
+	pthread_join(t, NULL);
+	now = __atomic_load_n((uint32_t *)&locks[0].lock, __ATOMIC_ACQUIRE);
+	if (!full_got || now != 0 || locks[0].count != 1) {
+		printf("the arrival did not get the lock once (count %llu), or left 0x%08x\n",
+		       (unsigned long long)locks[0].count, now);
+		rc = 1;
+	}
+	return rc;
+}
+
 /* progress: every thread takes the lock, over and over, until told to stop. */
 static pthread_spinlock_t progress_lock;
 static long progress_count[64];
@@ -417,6 +488,8 @@ int main(int argc, char **argv)
 		hold_ns = argc == 5 ? atol(argv[4]) : 0;
 		return wrap(atoi(argv[2]), atol(argv[3]));
 	}
+	if (strcmp(argv[1], "full") == 0 && argc == 3)
+		return full((unsigned)atoi(argv[2]));
 	if (strcmp(argv[1], "hold") == 0 && argc == 4)
 		return hold(atoi(argv[2]), atol(argv[3]));
 	if (strcmp(argv[1], "progress") == 0 && argc == 4)

@@ -47,6 +47,34 @@ Test(oversub, park_strict_fifo_16_threads)
 }
 
 /*
+ * No number of waiters breaks mutual exclusion (issue 18, item 13): one
+ * more locker than a full queue holds waits outside it, drawing no ticket,
+ * in every mode, strict FIFO included; a trylock meanwhile fails.  The
+ * queue is filled by setting the word (127 threads need not exist).
+ */
+static void full_queue(const char *const *env, const char *capacity)
+{
+	struct probe_result r;
+	char want[64];
+
+	probe_run(&r, env, (const char *const[]){ LOCKPROBE, "full", capacity, NULL }, 60);
+	assert_probe_provider(&r);
+	cr_assert_eq(r.status, 0, "capacity %s: status %d\n%s%s", capacity, r.status, r.out, r.err);
+	snprintf(want, sizeof(want), "full %s: ", capacity);
+	cr_assert(strstr(r.out, want) != NULL && strstr(r.out, "trylock EBUSY, arrival waits"),
+	          "%s", r.out);
+}
+
+Test(oversub, one_more_than_a_full_queue_waits_outside)
+{
+	full_queue(NULL, "127");
+	full_queue((const char *const[]){ "TICKET_QUEUE=0", NULL }, "127");
+	full_queue((const char *const[]){ "TICKET_QUEUE=0", "TICKET_WAIT=spin", NULL }, "127");
+	full_queue((const char *const[]){ "TICKET_BYPASS=0", "TICKET_WAIT=yield", NULL }, "127");
+	full_queue((const char *const[]){ "TICKET_QUEUE=4", NULL }, "4");
+}
+
+/*
  * More threads than the queue holds (TICKET_QUEUE=2): the others wait
  * outside it, and every one of them still gets the lock its N times (the
  * probe checks the exact count).
