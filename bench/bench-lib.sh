@@ -12,6 +12,21 @@ mode_label=() mode_lock=() mode_preload=() mode_expect=() mode_env=()
 
 bench_die() { echo "$PROG: $*" >&2; exit 2; }
 
+# keep_failed_run FILE_STEM TAG STATUS RC: a run that did not end well keeps
+# its output ($tmp/out, $tmp/err) as $logs/FILE_STEM.out and .err, is added
+# to the failures array, and is reported on stderr with its last lines.
+keep_failed_run() {
+	local stem=$1 tag=$2 status=$3 rc=$4
+	mkdir -p "$logs"
+	cp "$tmp/out" "$logs/$stem.out"
+	cp "$tmp/err" "$logs/$stem.err"
+	failures+=("$tag: $status")
+	{
+		echo "$PROG: FAILED: $tag: $status (exit $rc)"
+		tail -n 3 "$tmp/err" | sed "s/^/$PROG:   stderr: /"
+	} >&2
+}
+
 # add_mode LABEL LOCK PRELOAD(0|1) EXPECT [VAR=VALUE...]
 add_mode() {
 	local label=$1 lock=$2 preload=$3 expect=$4 l

@@ -164,14 +164,8 @@ run_one() { # MODE_INDEX WORK THREADS REPEAT
 			f["max"], f["user"], f["sys"], f["seconds"], wall, f["provider"] }' "$tmp/out")
 	echo "$row" >>"$raw_csv"
 	if [ "$status" != ok ]; then
-		mkdir -p "$logs"
-		cp "$tmp/out" "$logs/$label-w$w-t$t-r$rep.out"
-		cp "$tmp/err" "$logs/$label-w$w-t$t-r$rep.err"
-		failures+=("$label, work $w, $t threads, repeat $rep: $status")
-		{
-			echo "$PROG: FAILED: $label, work $w, $t threads, repeat $rep: $status (exit $rc)"
-			tail -n 3 "$tmp/err" | sed "s/^/$PROG:   stderr: /"
-		} >&2
+		keep_failed_run "$label-w$w-t$t-r$rep" "$label, work $w, $t threads, repeat $rep" \
+			"$status" "$rc"
 	elif [ $quiet -eq 0 ]; then
 		printf '%s: [%d/%d] work %-5s %3s threads %-16s %s\n' "$PROG" "$run_no" "$total_runs" \
 			"$w" "$t" "$label" "$(cut -d, -f8,9 <<<"$row" | sed 's/,/ ops\/s, fairness /')" >&2
@@ -197,7 +191,7 @@ labels_csv=$(IFS=,; echo "${mode_label[*]}")
 awk -F, -v labels="$labels_csv" -v tlist="$threads_list" -v wlist="$work_list" \
 	-v repeats="$repeats" -v seconds="$seconds" -v cs="$cs" -v hogs="$hogs" \
 	-v title="$title" -v summary="$summary_csv" -v dat="$out_dir/$name.dat" \
-	-f "$here/locks-summary.awk" "$raw_csv"
+	-f "$here/cell-stats.awk" -f "$here/locks-summary.awk" "$raw_csv"
 
 plotted=0
 gp=$(find_gnuplot)

@@ -10,23 +10,7 @@
 # be shown alone.  Ratios are each run's throughput over glibc's median in
 # the same cell, so their range says how far a single run strays.
 
-function sort_values(n, v,    i, j, x) {
-	for (i = 2; i <= n; i++) {
-		x = v[i]
-		for (j = i - 1; j >= 1 && v[j] > x; j--) v[j + 1] = v[j]
-		v[j + 1] = x
-	}
-}
-# median/min/max of column `col` over the cell's runs: sets M, LO, HI; returns n
-function stats(cell, col,    n, i, v) {
-	n = runs[cell]
-	if (n == 0) return 0
-	for (i = 1; i <= n; i++) v[i] = val[cell, i, col]
-	sort_values(n, v)
-	LO = v[1]; HI = v[n]
-	M = n % 2 ? v[(n + 1) / 2] : (v[n / 2] + v[n / 2 + 1]) / 2
-	return n
-}
+# sort_values() and stats(): cell-stats.awk, loaded before this file.
 function human(x) {
 	if (x >= 1e9) return sprintf("%.3gG", x / 1e9)
 	if (x >= 1e6) return sprintf("%.3gM", x / 1e6)

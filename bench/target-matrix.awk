@@ -13,23 +13,7 @@
 #   fairness_of (worst|median), summary (path, mode final).
 # The targets are issue 17's; their thresholds are here, in one place.
 
-function sort_values(n, v,    i, j, x) {
-	for (i = 2; i <= n; i++) {
-		x = v[i]
-		for (j = i - 1; j >= 1 && v[j] > x; j--) v[j + 1] = v[j]
-		v[j + 1] = x
-	}
-}
-# median/min/max of column `col` over the cell's ok runs: sets M, LO, HI; returns n
-function stats(cell, col,    n, i, v) {
-	n = runs[cell] + 0
-	if (n == 0) return 0
-	for (i = 1; i <= n; i++) v[i] = val[cell, i, col]
-	sort_values(n, v)
-	LO = v[1]; HI = v[n]
-	M = n % 2 ? v[(n + 1) / 2] : (v[n / 2] + v[n / 2 + 1]) / 2
-	return n
-}
+# sort_values() and stats(): cell-stats.awk, loaded before this file.
 function mps(x) {
 	x /= 1e6
 	return x >= 100 ? sprintf("%.0f", x) : x >= 10 ? sprintf("%.1f", x) : sprintf("%.2f", x)

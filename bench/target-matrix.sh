@@ -121,7 +121,7 @@ summarise() { # MODE [LOAD SHAPE]: tables of one block, or the final counts and 
 		-v wlist="$work_list" -v loads="$loads_list" -v shapes="$shapes_list" \
 		-v repeats="$repeats" -v seconds="$seconds" -v cs="$cs" -v hogs="$hogs" \
 		-v fairness_of="$fairness_of" -v summary="$summary_csv" \
-		-f "$here/target-matrix.awk" "$raw_csv"
+		-f "$here/cell-stats.awk" -f "$here/target-matrix.awk" "$raw_csv"
 }
 
 case $fairness_of in worst | median) ;; *) bench_die "--fairness-of: '$fairness_of' (worst or median)" ;; esac
@@ -351,14 +351,7 @@ run_one() { # LOAD SHAPE_INDEX MODE_INDEX WORK THREADS REPEAT
 	echo "$row" >>"$raw_csv"
 	tag="$load, ${shapes[$si]}, work $w, $t threads, $label, repeat $rep"
 	if [ "$status" != ok ]; then
-		mkdir -p "$logs"
-		cp "$tmp/out" "$logs/$load-${shapes[$si]//[:=]/_}-w$w-t$t-$label-r$rep.out"
-		cp "$tmp/err" "$logs/$load-${shapes[$si]//[:=]/_}-w$w-t$t-$label-r$rep.err"
-		failures+=("$tag: $status")
-		{
-			echo "$PROG: FAILED: $tag: $status (exit $rc)"
-			tail -n 3 "$tmp/err" | sed "s/^/$PROG:   stderr: /"
-		} >&2
+		keep_failed_run "$load-${shapes[$si]//[:=]/_}-w$w-t$t-$label-r$rep" "$tag" "$status" "$rc"
 		case $status in
 		provider) echo "$PROG: STOPPED: the run of '$label' did not use the lock it meant (the provider of its functions does not contain '${mode_expect[$mi]}'); no figure of this matrix can be trusted" >&2 ;;
 		setting) echo "$PROG: STOPPED: ticketspin refused a setting of '$label' (${mode_env[$mi]}) and ran with its default instead" >&2 ;;
