@@ -56,7 +56,17 @@
  * NACQ0 (thread 0's pairs, default NACQ: one busy thread beside two that
  * lock once), UNLOCK_LOCKED (the unlock's load and store as one locked
  * instruction: closes the head's documented window), PROGRESS (the LTL
- * claim), and the MUT_* mutations (README).
+ * claim), FORK (thread 0 may fork between acquisitions; see below), and
+ * the MUT_* mutations (README).
+ *
+ * FORK: at a moment when the lock is not held (a lock held at fork() stays
+ * held in the child, as glibc's), thread 0 calls fork() and the run goes on
+ * as the child: the other threads no longer take steps (provided clause),
+ * their buffered stores are lost, and fork.c's handler empties the queue if
+ * any of them had noted the lock (ts_fork_queued(), which slowpath.c does
+ * before the ticket can be drawn).  The child's thread 0 must then finish its
+ * acquisitions and leave the lock free with an empty queue (the end-state
+ * assertions), and with PROGRESS its lock() calls must return.
  */
 
 #ifndef NT
@@ -157,6 +167,10 @@ byte bypassed;           /* steals since that watch began */
 byte queue_len;          /* scratch for the capacity assertion (0 between steps) */
 bool want[NT];           /* in pthread_spin_lock(), not yet the owner */
 byte done;               /* threads finished */
+bool finished[NT];       /* ... this one */
+bool noted[NT];          /* fork.c: the thread has noted the lock it may queue for */
+bool forked;             /* FORK: thread 0 forked; the run is the child's */
+byte fork_pid;           /* ... its _pid, the one process of the child */
 
 /* What the memory holds for thread @me: its own buffered byte store, else memory. */
 #define view(me) (bfull[me] -> (word & NOT_BYTE) : word)
@@ -268,7 +282,7 @@ end:
  * critical section, pthread_spin_unlock().  Dead locals are reset to 0, so
  * that states differing only in stale values are one state.
  */
-proctype thread(byte me)
+proctype thread(byte me) provided (!forked || _pid == fork_pid)
 {
 	byte n;              /* acquisitions done (or trylocks tried) */
 	int w;               /* the word as we last saw it ("word", "seen") */
@@ -283,6 +297,42 @@ acquire:
 	:: n == (me == 0 -> NACQ0 : NACQ) -> goto finish
 	:: else
 	fi;
+#ifdef FORK
+	if
+	:: me == 0 && !forked ->
+		/* fork(): a system call, so our own buffer drains first */
+		atomic { drain(me) }
+		atomic {
+			if
+			:: (word & LOCKED) == 0 ->
+				fork_pid = _pid; /* first: the provided clause is checked at every step */
+				forked = 1;
+				/* the child has no other thread, and none of their stores */
+				bfull[1] = 0; want[1] = 0;
+#if NT > 2
+				bfull[2] = 0; want[2] = 0;
+#endif
+				/* fork.c's in_child(): empty the noted locks' queues */
+				if
+				:: (noted[1]
+#if NT > 2
+				    || noted[2]
+#endif
+				   ) ->
+					word = word & LOCKED;
+					has[1] = 0; noted[1] = 0;
+#if NT > 2
+					has[2] = 0; noted[2] = 0;
+#endif
+					watch_on = 0
+				:: else
+				fi
+			:: else          /* the lock is held: no fork here */
+			fi
+		}
+	:: true
+	fi;
+#endif
 #if TRYLOCK
 	if
 	:: true
@@ -354,6 +404,9 @@ lock_slow:
 				word = x;
 				t = nextt(w);
 				drew(me, t);
+#ifndef MUT_FORK_NOTE_LATE
+				noted[me] = 1;
+#endif
 				queue_len = queued(x);
 				assert(queue_len <= QCAP);          /* I2: the capacity */
 				queue_len = 0;
@@ -368,7 +421,12 @@ lock_slow:
 			x = 0
 		}
 		if
+#ifdef MUT_FORK_NOTE_LATE
+		/* Mutation: the note a step after the draw (as the C before this stop). */
+		:: ok -> ok = 0; noted[me] = 1; goto wait_in_queue
+#else
 		:: ok -> ok = 0; goto wait_in_queue
+#endif
 		:: else -> goto lock_slow
 		fi
 	:: else -> goto wait_outside
@@ -620,6 +678,7 @@ look:
 critical:
 	atomic {
 		want[me] = 0;
+		noted[me] = 0;
 		in_cs++;
 		assert(in_cs == 1)
 	}
@@ -654,7 +713,7 @@ critical:
 	goto acquire;
 
 finish:
-	atomic { done++ }
+	atomic { done++; finished[me] = 1 }
 }
 
 init
@@ -666,8 +725,8 @@ init
 		run thread(2);
 #endif
 	}
-	/* Every lock() returned, every unlock landed. */
-	(done == NT && !bfull[0] && !bfull[1]
+	/* Every lock() returned, every unlock landed (FORK: the child's, once forked). */
+	((done == NT || (forked && finished[0])) && !bfull[0] && !bfull[1]
 #if NT > 2
 	 && !bfull[2]
 #endif

@@ -90,6 +90,7 @@ check() {
 	case $error in
 	*bypassed*) error="assertion: the bypass bound (I3)" ;;
 	*watch_on*) error="assertion: a steal counted with no head watching (I3)" ;;
+	*word\&255*) error="assertion: the end state (lock free, queue empty)" ;;
 	*in_cs*) error="assertion: mutual exclusion" ;;
 	*queue_len*) error="assertion: the queue's capacity (I2)" ;;
 	*has\[*) error="assertion: a ticket given back or drawn twice (I2)" ;;
@@ -170,6 +171,20 @@ if [ $quick -eq 0 ]; then
 		"3 threads (3, 1, 1 acquisitions), TICKET_QUEUE=2, sleeps outside never time out: none left asleep"
 fi
 
+# fork() (fork.c): thread 0 forks when the lock is free; the child's queue is
+# emptied if another thread had noted the lock.  -E: the other threads stop
+# mid-protocol in the child, which SPIN would call invalid end states; the
+# child's own end state is checked by init's assertions, its lock() by the
+# LTL claim.
+check fork-2t-b1 pass "-DNT=2 -DNACQ=2 -DBYPASS=1 -DFORK" "$SAFE" "-E $M" \
+	"2 threads x 2, thread 0 may fork: the child's lock ends free with an empty queue"
+check fork-2t-strict-live pass "-DNT=2 -DNACQ=2 -DBYPASS=0 -DFORK -DPROGRESS" "$LIVE" "-a -f -E $M" \
+	"2 threads x 2, strict FIFO, thread 0 may fork: every lock() of the child returns"
+if [ $quick -eq 0 ]; then
+	check fork-2t-b1-live pass "-DNT=2 -DNACQ=2 -DBYPASS=1 -DFORK -DPROGRESS" "$LIVE" "-a -f -E $M" \
+		"2 threads x 2, thread 0 may fork: every lock() of the child returns"
+fi
+
 # The reliances on a nap's timeout (README): each must show its counterexample.
 check timeout-R1-head-window fail "-DNT=2 -DNACQ=2 -DTIMEOUT_HEAD=0" "$SAFE" "$M" \
 	"R1 (documented, parking.c): the unlock's load before the head's TS_WAKE_HEAD, its store after" \
@@ -193,6 +208,12 @@ if [ $quick -eq 0 ]; then
 		"invalid end state"
 	check mut-escape-keeps-watching fail "-DNT=3 -DNACQ=1 -DNACQ0=2 -DBYPASS=1 -DMUT_ESCAPE_KEEPS_WATCHING" "$SAFE" "$M" \
 		"mutation: escape() keeps TS_WATCHING and the bypass count (I3)" watch_on
+	check mut-fork-note-late fail "-DNT=2 -DNACQ=2 -DBYPASS=1 -DFORK -DMUT_FORK_NOTE_LATE" "$SAFE" "-E $M" \
+		"mutation: fork.c's note a step after the ticket is drawn (the C before 2026-12-04): a ghost ticket in the child" \
+		"word&255"
+	check mut-fork-note-late-strict fail "-DNT=2 -DNACQ=2 -DBYPASS=0 -DFORK -DPROGRESS -DMUT_FORK_NOTE_LATE" "$LIVE" "-a -f -E $M" \
+		"mutation: the same in strict FIFO: the child's lock() waits behind the ghost forever" \
+		"acceptance cycle"
 	check mut-join-no-cap fail "-DNT=3 -DNACQ=2 -DBYPASS=1 -DQCAP=2 -DMUT_JOIN_NO_CAP" "$SAFE" "$M" \
 		"mutation: join the queue without checking its capacity" queue_len
 fi

@@ -5,8 +5,10 @@
  * does not exist in the child, but its ticket does: in strict FIFO the
  * child's first locker would wait behind it forever (by default, the child
  * steals past it, or escapes it, but pays the slow path at every
- * acquisition).  So every thread that queues notes the lock, and the
- * child, in which no other thread exists, empties those locks' queues.
+ * acquisition).  So every thread that may queue notes the lock before it
+ * can draw a ticket (a fork between the draw and the note would leave the
+ * ticket behind: the SPIN model's F3), and the child, in which no other
+ * thread exists, empties those locks' queues.
  */
 #ifndef TICKETSPIN_FORK_H
 #define TICKETSPIN_FORK_H

@@ -526,6 +526,13 @@ static __attribute__((noinline)) void lock_queued(ts_word_t *lock, uint32_t word
 	ts_word_t *before;
 
 	w.entry = ts_delay_entry_claim(cfg, hash, &w.delay, &w.next_delay);
+	/*
+	 * Noted before a ticket can be drawn: a fork() by another thread between
+	 * our draw and the note would leave the ticket in the child's queue
+	 * (fork.c empties only the queues noted).  Noting a lock we then steal
+	 * costs the child nothing: it has no thread in any queue.
+	 */
+	before = ts_fork_queued(lock);
 	for (;;) {
 		if (try_steal(cfg, lock, &word))
 			break;
@@ -543,15 +550,14 @@ static __attribute__((noinline)) void lock_queued(ts_word_t *lock, uint32_t word
 				ts_misuse_check_line(lock, joined, ticket, caller);
 				w.st.ahead = (uint16_t)(ts_tickets_between(ts_head(joined), ticket) + 1u);
 				w.stats_look_due = cfg->stats != NULL;
-				before = ts_fork_queued(lock);
 				how = wait_in_queue(&w, ticket, joined);
-				ts_fork_queued_done(before);
 				break;
 			}
 			continue;
 		}
 		wait_outside(&w, &word);
 	}
+	ts_fork_queued_done(before);
 	if (w.tune) {
 		w.entry->delay = w.delay;
 		w.entry->next_delay = w.next_delay;
