@@ -168,7 +168,7 @@ byte queue_len;          /* scratch for the capacity assertion (0 between steps)
 bool want[NT];           /* in pthread_spin_lock(), not yet the owner */
 byte done;               /* threads finished */
 bool finished[NT];       /* ... this one */
-bool noted[NT];          /* fork.c: the thread has noted the lock it may queue for */
+bool noted[NT];          /* FORK: fork.c's note, the thread may queue for the lock */
 bool forked;             /* FORK: thread 0 forked; the run is the child's */
 byte fork_pid;           /* ... its _pid, the one process of the child */
 
@@ -282,7 +282,12 @@ end:
  * critical section, pthread_spin_unlock().  Dead locals are reset to 0, so
  * that states differing only in stale values are one state.
  */
+#ifdef FORK
+/* (Only with FORK: a provided clause turns SPIN's partial-order reduction off.) */
 proctype thread(byte me) provided (!forked || _pid == fork_pid)
+#else
+proctype thread(byte me)
+#endif
 {
 	byte n;              /* acquisitions done (or trylocks tried) */
 	int w;               /* the word as we last saw it ("word", "seen") */
@@ -404,7 +409,7 @@ lock_slow:
 				word = x;
 				t = nextt(w);
 				drew(me, t);
-#ifndef MUT_FORK_NOTE_LATE
+#if defined(FORK) && !defined(MUT_FORK_NOTE_LATE)
 				noted[me] = 1;
 #endif
 				queue_len = queued(x);
@@ -678,7 +683,9 @@ look:
 critical:
 	atomic {
 		want[me] = 0;
+#ifdef FORK
 		noted[me] = 0;
+#endif
 		in_cs++;
 		assert(in_cs == 1)
 	}
