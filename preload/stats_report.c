@@ -130,19 +130,16 @@ static void note_segment(struct ts_thread_slot *t, struct ts_lock_rec *r,
 {
 	struct ts_segment *g = &r->seg;
 
-	/* a re-initialisation ends the segment */
+	/* a re-initialisation ends the segment: kept if there is room */
 	if (g->lock != 0 && g->epoch != p->epoch) {
 		if (t->nsegs < TS_SEG_LIMIT) {
 			t->segs[t->nsegs] = *g;
 			/* RELEASE: readers that see the count see the segment. */
 			__atomic_store_n(&t->nsegs, t->nsegs + 1, __ATOMIC_RELEASE);
-			g->lock = 0;
 		} else {
 			t->dropped_segs++; /* the total may be short from here */
-			if (g->epoch != p->epoch)
-				g->lock = 0; /* must end, cannot be kept */
-			/* else the segment goes on across the gap */
 		}
+		g->lock = 0;
 	}
 	if (g->lock != 0) {
 		g->span += takes_between(g->last_ticket, p->ticket);
@@ -324,8 +321,8 @@ static int by_time(const void *a, const void *b)
  * readings order them, since each was read with the lock held.  A
  * pthread_spin_init() of the lock (@inits, sorted by time) restarts its
  * tickets from 0: the chain counts nothing across it, and from it to the
- * next observation the tickets from 0;
- * a span across it is not used.  @points has room for 2 x @n + @ninits.
+ * next observation the tickets from 0; a span across it is not used.
+ * @points has room for 2 x @n + @ninits.
  */
 static uint64_t total_of(const struct ts_segment *r, size_t n, const struct ts_init_rec *inits,
                          size_t ninits, struct point *points, uint64_t *best, uint32_t *first_at)
