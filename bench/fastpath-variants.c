@@ -1,0 +1,105 @@
+/*
+ * fastpath-variants.c - stand-in preloads for ucx-hotpath.sh: the five
+ * functions with nothing but a fast path, to tell what a real uncontended hot
+ * path pays for being a preload, for its read-modify-write and for its
+ * unlock.  Not locks to use: the waiting is a bare spin, and they keep no
+ * protocol beside the lock byte.  Built by ucx-hotpath.sh as:
+ *   -DVARIANT_GLIBC    glibc's x86-64 algorithm (1 = free; lock decrements,
+ *                      unlock stores 1): the price of the preload alone
+ *   -DVARIANT_XCHG     ticketspin's encoding (0 = free, 0x10 held), lock by
+ *                      exchange, unlock a plain store
+ *   -DVARIANT_CAS      lock by compare-and-swap from 0 (ticketspin's), unlock
+ *                      a plain store
+ *   -DVARIANT_CAS_BYTE ticketspin's two fast paths: compare-and-swap from 0;
+ *                      unlock loads the word and stores the lock byte only
+ *                      when no flag asks for the slow path
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdint.h>
+
+#define API __attribute__((visibility("default")))
+
+#ifdef VARIANT_GLIBC
+#define FREE 1
+#else
+#define FREE 0
+#endif
+#define HELD 0x10
+
+static __attribute__((noinline)) int spin_then_take(pthread_spinlock_t *lock)
+{
+	for (;;) {
+		int expected = FREE;
+
+		while (__atomic_load_n(lock, __ATOMIC_RELAXED) != FREE)
+			__builtin_ia32_pause();
+		if (__atomic_compare_exchange_n(lock, &expected, HELD, 0, __ATOMIC_ACQUIRE,
+		                                __ATOMIC_RELAXED))
+			return 0;
+	}
+}
+
+API int pthread_spin_init(pthread_spinlock_t *lock, int pshared)
+{
+	(void)pshared;
+	*lock = FREE;
+	return 0;
+}
+
+API int pthread_spin_destroy(pthread_spinlock_t *lock)
+{
+	(void)lock;
+	return 0;
+}
+
+API int pthread_spin_lock(pthread_spinlock_t *lock)
+{
+#if defined(VARIANT_GLIBC)
+	while (__atomic_sub_fetch(lock, 1, __ATOMIC_ACQUIRE) != 0)
+		while (__atomic_load_n(lock, __ATOMIC_RELAXED) <= 0)
+			__builtin_ia32_pause();
+	return 0;
+#elif defined(VARIANT_XCHG)
+	if (__atomic_exchange_n(lock, HELD, __ATOMIC_ACQUIRE) == FREE)
+		return 0;
+	return spin_then_take(lock);
+#else
+	int expected = FREE;
+
+	if (__atomic_compare_exchange_n(lock, &expected, HELD, 0, __ATOMIC_ACQUIRE,
+	                                __ATOMIC_RELAXED))
+		return 0;
+	return spin_then_take(lock);
+#endif
+}
+
+API int pthread_spin_trylock(pthread_spinlock_t *lock)
+{
+	int expected = FREE;
+
+	return __atomic_compare_exchange_n(lock, &expected, HELD, 0, __ATOMIC_ACQUIRE,
+	                                   __ATOMIC_RELAXED) ? 0 : EBUSY;
+}
+
+#ifdef VARIANT_CAS_BYTE
+static __attribute__((noinline)) int unlock_flagged(pthread_spinlock_t *lock)
+{
+	__atomic_store_n(lock, FREE, __ATOMIC_RELEASE);
+	return 0;
+}
+#endif
+
+API int pthread_spin_unlock(pthread_spinlock_t *lock)
+{
+#ifdef VARIANT_CAS_BYTE
+	uint32_t word = __atomic_load_n((uint32_t *)lock, __ATOMIC_RELAXED);
+
+	if ((uint8_t)word != HELD)
+		return unlock_flagged(lock);
+	__atomic_store_n((uint8_t *)lock, FREE, __ATOMIC_RELEASE);
+#else
+	__atomic_store_n(lock, FREE, __ATOMIC_RELEASE);
+#endif
+	return 0;
+}
