@@ -37,19 +37,16 @@ for run in $(seq 1 "$runs"); do
 	done
 done >"$tmp/rates"
 echo "ucx_perftest -l -t tag_bw -M multi -n 2000000, pinned to CPU 0; $runs interleaved runs; messages/s"
-awk -v order="$names" '
-	{ rate[$1, ++n[$1]] = $2 }
-	function median(name,   i, j, t, a, k) {
-		k = n[name]
-		for (i = 1; i <= k; i++) a[i] = rate[name, i]
-		for (i = 2; i <= k; i++) for (j = i; j > 1 && a[j - 1] > a[j]; j--) { t = a[j]; a[j] = a[j - 1]; a[j - 1] = t }
-		lo[name] = a[1]; hi[name] = a[k]
-		return k % 2 ? a[(k + 1) / 2] : (a[k / 2] + a[k / 2 + 1]) / 2
+cat >"$tmp/summary.awk" <<'AWK'
+{ runs[$1]++; val[$1, runs[$1], 1] = $2 }
+END {
+	split(order, names, " ")
+	stats("glibc", 1); base = M
+	for (i = 1; i in names; i++) {
+		stats(names[i], 1)
+		printf "  %-10s %6.2f M [%.2f-%.2f]  %.3fx glibc\n", names[i], M / 1e6, LO / 1e6,
+		       HI / 1e6, M / base
 	}
-	END {
-		split(order, names, " ")
-		for (i = 1; i in names; i++) m[names[i]] = median(names[i])
-		for (i = 1; i in names; i++)
-			printf "  %-10s %6.2f M [%.2f-%.2f]  %.3fx glibc\n", names[i], m[names[i]] / 1e6,
-			       lo[names[i]] / 1e6, hi[names[i]] / 1e6, m[names[i]] / m["glibc"]
-	}' "$tmp/rates"
+}
+AWK
+awk -v order="$names" -f "$here/cell-stats.awk" -f "$tmp/summary.awk" "$tmp/rates"
