@@ -184,6 +184,7 @@ static int child_after_fork(int rounds)
 	struct ts_sleep_counts before, after;
 	pthread_t holder;
 
+	alarm(100); /* never outlive the test (a mutant may lose every wake-up) */
 	/* The parent's waiters are gone: their tickets must be too. */
 	if (ts_queued(__atomic_load_n(&lock_word, __ATOMIC_ACQUIRE)) != 0)
 		return 10;
@@ -199,6 +200,9 @@ static int child_after_fork(int rounds)
 			sched_yield();
 		ts_lock(&lock_word, NULL); /* held: a contended acquisition */
 		ts_unlock(&lock_word);
+		ts_sleep_counts(&after);
+		if (after.timed_out != before.timed_out)
+			return 14; /* at once: each such sleep lasts 5 s */
 		__atomic_store_n(&child_phase, 4 * r + 3, __ATOMIC_RELEASE);
 	}
 	pthread_join(holder, NULL);
