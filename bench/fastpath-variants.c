@@ -22,11 +22,13 @@
 
 #ifdef VARIANT_GLIBC
 #define FREE 1
+#define HELD 0 /* glibc's: a trylock's word must read as held to lock's decrement */
 #else
 #define FREE 0
-#endif
 #define HELD 0x10
+#endif
 
+#ifndef VARIANT_GLIBC
 static __attribute__((noinline)) int spin_then_take(pthread_spinlock_t *lock)
 {
 	for (;;) {
@@ -39,6 +41,7 @@ static __attribute__((noinline)) int spin_then_take(pthread_spinlock_t *lock)
 			return 0;
 	}
 }
+#endif
 
 API int pthread_spin_init(pthread_spinlock_t *lock, int pshared)
 {
