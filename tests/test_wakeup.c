@@ -236,8 +236,9 @@ Test(wakeup, a_forked_child_does_not_inherit_the_parents_sleepers, .timeout = 12
 	cr_assert_eq(waitpid(pid, &status, 0), pid);
 	cr_assert(WIFEXITED(status), "the child died: status %#x", status);
 	cr_assert_eq(WEXITSTATUS(status), 0,
-	             "the child failed check %d (10-12 the inherited lock, 14 a sleep ended by "
-	             "its timeout, 15 too few sleeps)", WEXITSTATUS(status));
+	             "the child failed check %d (10-12 the inherited lock, 13 pthread_create, "
+	             "14 a sleep ended by its timeout, 15 too few sleeps, 16 the word left held)",
+	             WEXITSTATUS(status));
 	grants = 0;
 	cr_assert(ts_unlock(&lock_word));
 	for (int i = 0; i < WAITERS; i++)
