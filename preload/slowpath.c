@@ -84,7 +84,9 @@
 #define TS_ESCAPE_NS 20000ull
 #endif
 /* The head's longest pause between two looks while it watches. */
+#ifndef TS_HEAD_MAX_PAUSES
 #define TS_HEAD_MAX_PAUSES 256u
+#endif
 /*
  * The next after a watching head spins this long before it sleeps: the head
  * takes the lock within a hand-over, and then we are the head.  Twice
@@ -309,6 +311,23 @@ static uint32_t acquisitions_ahead(const struct waiter *w, uint32_t word, uint32
 	return w->cfg->bypass_max - bypass + 1;
 }
 
+/*
+ * Does a look from @pos, finding @word, tell the seeds' tuner anything about
+ * how long the acquisitions ahead of us take?  Not when the lock is free and
+ * we are behind the head: then we wait for the head's next look (up to
+ * TS_HEAD_MAX_PAUSES), not for a holder.  Counted as busy, those looks raised
+ * the delay by 1/7 unit each, a dozen or more per burst, against one
+ * decrease when the head, pausing by that delay, found the lock free: the
+ * delay ran up to 10-40 units (the right value, a steal's length, is under
+ * 2), and the head overslept the end of every burst.  In strict FIFO a free
+ * lock behind the head is the hand-over the seeds' ticket lock counts as
+ * busy, and is counted so.
+ */
+static bool look_times_holder(bool strict, uint32_t pos, uint32_t word)
+{
+	return strict || pos == 0 || ts_is_held(word);
+}
+
 /* The pauses before the next look, @ahead acquisitions before ours. */
 static uint64_t pauses_before_look(const struct waiter *w, uint32_t ahead, bool head, bool strict)
 {
@@ -451,7 +470,7 @@ static enum how_taken wait_in_queue(struct waiter *w, uint8_t ticket, uint32_t w
 			if (__builtin_expect(w->stats_look_due, 0))
 				stats_wait_begins(w, ours);
 			/* The seeds' tuner: "ours" is a look that came too late. */
-			if (w->tune && ahead >= 2)
+			if (w->tune && ahead >= 2 && look_times_holder(strict, now_pos, word))
 				w->delay = ts_delay_after_poll(cfg, w->delay, ours);
 			else if (ahead == 1 && cfg->delay_mode == TS_DELAY_AUTO)
 				w->next_delay = ts_next_delay_after_poll(cfg, w->next_delay, ours);
