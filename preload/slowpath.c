@@ -76,16 +76,23 @@
 
 /*
  * A watching head that leaves the lock free this long is not running.  Long
- * beside its looks (TS_HEAD_MAX_PAUSES pauses apart, a few microseconds),
+ * beside its looks (TS_HEAD_MAX_PAUSES pauses apart, about a microsecond),
  * short beside a scheduler time slice (milliseconds), which is what waiting
  * for it would cost.
  */
 #ifndef TS_ESCAPE_NS
 #define TS_ESCAPE_NS 20000ull
 #endif
-/* The head's longest pause between two looks while it watches. */
+/*
+ * The head's longest pause between two looks while it watches.  A holder
+ * whose steals reach TICKET_BYPASS queues, and the lock then stays free until
+ * the head looks: this pause is that gap, after every burst.  64 pauses is
+ * about a microsecond here, as long as a burst of 64 steals with no work
+ * between them; 256 left the lock idle most of the time at two threads
+ * (17 against 45 M/s, bench/locks, two threads, work 0; doc/benchmarks.md).
+ */
 #ifndef TS_HEAD_MAX_PAUSES
-#define TS_HEAD_MAX_PAUSES 256u
+#define TS_HEAD_MAX_PAUSES 64u
 #endif
 /*
  * The next after a watching head spins this long before it sleeps: the head
