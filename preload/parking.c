@@ -54,6 +54,7 @@ void ts_sleep_counts(struct ts_sleep_counts *out)
 {
 	out->woken = __atomic_load_n(&sleep_counts.woken, __ATOMIC_RELAXED);
 	out->timed_out = __atomic_load_n(&sleep_counts.timed_out, __ATOMIC_RELAXED);
+	out->rests = __atomic_load_n(&sleep_counts.rests, __ATOMIC_RELAXED);
 }
 
 uint64_t ts_now_ns(void)
@@ -148,6 +149,19 @@ enum ts_sleep ts_sleep_as_head(ts_word_t *lock, uint32_t hash, uint8_t ticket, u
 	if (!ts_is_held(__atomic_load_n(lock, __ATOMIC_SEQ_CST)))
 		return TS_SLEEP_SKIPPED;
 	return futex_sleep(&slot->seq, false, seq, ticket, nap_ns);
+}
+
+/* What a rest waits on: never changed, never woken. */
+static uint32_t rest_futex;
+
+void ts_rest(uint32_t us)
+{
+	uint64_t at = ts_now_ns() + (uint64_t)us * 1000u;
+	struct timespec deadline = { (time_t)(at / 1000000000ull), (long)(at % 1000000000ull) };
+
+	syscall(SYS_futex, &rest_futex, FUTEX_WAIT_BITSET_PRIVATE, 0, &deadline, NULL,
+	        FUTEX_BITSET_MATCH_ANY);
+	__atomic_fetch_add(&sleep_counts.rests, 1, __ATOMIC_RELAXED);
 }
 
 void ts_wake_ticket(ts_word_t *lock, uint32_t hash, uint32_t word, uint8_t ticket)

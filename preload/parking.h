@@ -26,10 +26,14 @@
  */
 extern uint64_t ts_nap_first_ns, ts_nap_max_ns;
 
-/* Sleeps that ended by a wake-up (or a changed word) and by their timeout. */
+/*
+ * Sleeps that ended by a wake-up (or a changed word) and by their timeout;
+ * and rests (ts_rest()), which are neither.
+ */
 struct ts_sleep_counts {
 	uint64_t woken;
 	uint64_t timed_out;
+	uint64_t rests;
 };
 void ts_sleep_counts(struct ts_sleep_counts *out);
 
@@ -74,6 +78,14 @@ enum ts_sleep ts_sleep_outside(ts_word_t *lock, uint32_t hash, uint32_t capacity
 
 /* Wakes the threads waiting outside the queue of the locks of @hash. */
 void ts_wake_outside(uint32_t hash);
+
+/*
+ * Holding no ticket, sleeps @us microseconds, woken by no one: a thread that
+ * the lock's bypass bound stopped gives its CPU time to the one that runs
+ * (slowpath.c, "Rest").  A futex wait, not nanosleep(): no cancellation
+ * point.  A signal ends it early, which costs nothing.
+ */
+void ts_rest(uint32_t us);
 
 /* CLOCK_MONOTONIC in nanoseconds. */
 uint64_t ts_now_ns(void);

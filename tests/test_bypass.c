@@ -7,6 +7,8 @@
  *    a descheduled or vanished waiter leaves it) does not hold up a running
  *    thread for good: the last in line takes the lock past it, and stealing
  *    goes on.
+ *  - a thread that the bound stops rests TICKET_REST_US first, once, and
+ *    then queues.
  * And strict FIFO (TICKET_QUEUE=0) steals nothing.
  */
 #include <criterion/criterion.h>
@@ -14,6 +16,7 @@
 #include <stdlib.h>
 
 #include "options.h"
+#include "parking.h"
 #include "ticket_lock.h"
 
 static ts_word_t word __attribute__((aligned(64)));
@@ -59,6 +62,70 @@ Test(bypass, stealers_count_and_stop_at_the_bound, .timeout = 10)
 		cr_assert(ts_unlock(&word));
 	}
 	cr_assert_eq(ts_queued(word), 1, "the ghost's ticket stays: word %#x", word);
+}
+
+/* Takes the lock five times past a ghost head watching, within TICKET_BYPASS=5. */
+static void steal_up_to_the_bound(void)
+{
+	cr_assert_eq(ts_config()->bypass_max, 5u);
+	__atomic_store_n(&word, ghost_watching_head(), __ATOMIC_RELAXED);
+	for (int k = 0; k < 5; k++) {
+		ts_lock(&word, NULL);
+		cr_assert(ts_unlock(&word));
+	}
+	cr_assert_eq(ts_bypass(word), 5, "word %#x", word);
+}
+
+static uint64_t rests_so_far(void)
+{
+	struct ts_sleep_counts counts;
+
+	ts_sleep_counts(&counts);
+	return counts.rests;
+}
+
+static uint64_t elapsed_us(uint64_t since_ns)
+{
+	return (ts_now_ns() - since_ns) / 1000u;
+}
+
+/*
+ * The sixth lock, stopped by the bound, sleeps its rest (a lower bound on
+ * the time: the rest's deadline) and only then queues, passing the ghost by
+ * the escape as above; the seventh finds no one watching and steals.
+ */
+Test(bypass, a_stealer_stopped_at_the_bound_rests_once_then_queues, .timeout = 10)
+{
+	uint64_t rests, start;
+
+	bypass("5");
+	setenv("TICKET_REST_US", "50000", 1);
+	cr_assert_eq(ts_config()->rest_us, 50000u);
+	steal_up_to_the_bound();
+	rests = rests_so_far();
+	start = ts_now_ns();
+	ts_lock(&word, NULL);
+	cr_assert_geq(elapsed_us(start), 50000, "no rest before queueing");
+	cr_assert_eq(rests_so_far(), rests + 1, "one rest, then the queue");
+	cr_assert(!(word & TS_WATCHING), "taken past the ghost: word %#x", word);
+	cr_assert(ts_unlock(&word));
+	ts_lock(&word, NULL);
+	cr_assert_eq(rests_so_far(), rests + 1, "no one watches: no bound, no rest");
+	cr_assert(ts_unlock(&word));
+}
+
+Test(bypass, no_rest_with_ticket_rest_us_0, .timeout = 10)
+{
+	uint64_t rests;
+
+	bypass("5");
+	setenv("TICKET_REST_US", "0", 1);
+	cr_assert_eq(ts_config()->rest_us, 0u);
+	steal_up_to_the_bound();
+	rests = rests_so_far();
+	ts_lock(&word, NULL);
+	cr_assert_eq(rests_so_far(), rests, "rested with TICKET_REST_US=0");
+	cr_assert(ts_unlock(&word));
 }
 
 struct taker {

@@ -37,6 +37,7 @@ Test(config, defaults)
 	cr_assert_eq(cfg.bypass_max, 63);
 	cr_assert_eq(cfg.queue_capacity, TS_QUEUE_CAPACITY);
 	cr_assert_eq(cfg.queue_capacity, 127);
+	cr_assert_eq(cfg.rest_us, 500);
 	cr_assert(!cfg.strict && !cfg.verbose);
 }
 
@@ -84,6 +85,10 @@ Test(config, good_values)
 	cr_assert_eq(cfg.bypass_max, 1);
 	cr_assert_eq(parse_with("TICKET_BYPASS", "63", &cfg), 0);
 	cr_assert_eq(cfg.bypass_max, 63);
+	cr_assert_eq(parse_with("TICKET_REST_US", "0", &cfg), 0);
+	cr_assert_eq(cfg.rest_us, 0);
+	cr_assert_eq(parse_with("TICKET_REST_US", "100000", &cfg), 0);
+	cr_assert_eq(cfg.rest_us, 100000);
 	cr_assert_eq(parse_with("TICKET_STALL_MS", "0", &cfg), 0);
 	cr_assert_eq(cfg.stall_ms, 0);
 	cr_assert_eq(parse_with("TICKET_STALL_MS", "86400000", &cfg), 0);
@@ -118,6 +123,8 @@ Test(config, bad_values_keep_the_default)
 		{ "TICKET_QUEUE", "40000" },       { "TICKET_QUEUE", "128" },
 		{ "TICKET_QUEUE", "-1" },          { "TICKET_BYPASS", "64" },
 		{ "TICKET_BYPASS", "-1" },         { "TICKET_BYPASS", "1x" },
+		{ "TICKET_REST_US", "-1" },        { "TICKET_REST_US", "100001" },
+		{ "TICKET_REST_US", "1ms" },
 		{ "TICKET_STALL_MS", "-1" },       { "TICKET_STALL_MS", "86400001" },
 		{ "TICKET_STALL_MS", "1s" },       { "TICKET_STATS_TOP", "0" },
 		{ "TICKET_STRICT", "yes" },        { "TICKET_VERBOSE", "2" },
