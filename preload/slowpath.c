@@ -593,7 +593,11 @@ static __attribute__((noinline)) void lock_queued(ts_word_t *lock, uint32_t word
 			break;
 		if (!rested && must_rest(cfg, word)) {
 			rested = true;
+			/* TICKET_STATS: a rest is part of the wait, which begins here. */
+			if (cfg->stats != NULL)
+				stats_wait_begins(&w, false);
 			ts_rest(cfg->rest_us);
+			w.st.rests = 1;
 			word = __atomic_load_n(lock, __ATOMIC_RELAXED);
 			continue;
 		}
@@ -610,7 +614,7 @@ static __attribute__((noinline)) void lock_queued(ts_word_t *lock, uint32_t word
 				/* More waiting than threads exist: report the word (misuse.c). */
 				ts_misuse_check_line(lock, joined, ticket, caller);
 				w.st.ahead = (uint16_t)(ts_tickets_between(ts_head(joined), ticket) + 1u);
-				w.stats_look_due = cfg->stats != NULL;
+				w.stats_look_due = cfg->stats != NULL && !rested;
 				how = wait_in_queue(&w, ticket, joined);
 				break;
 			}
@@ -624,7 +628,7 @@ static __attribute__((noinline)) void lock_queued(ts_word_t *lock, uint32_t word
 		w.entry->next_delay = w.next_delay;
 	}
 	if (cfg->stats != NULL) {
-		if (w.stats_look_due || how == STOLEN)
+		if ((w.stats_look_due || how == STOLEN) && !rested)
 			stats_wait_begins(&w, how == STOLEN); /* taken before the first look */
 		if (how != AS_HEAD)
 			w.st.borrows = 1; /* no ticket consumed: counted apart in the totals */

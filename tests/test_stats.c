@@ -94,7 +94,7 @@ static char *report(uint32_t top, long *nlocks)
 
 /* The report's row for @lock, parsed; false when there is none. */
 struct row {
-	unsigned long long total, contended, yields, parks, borrows, holds;
+	unsigned long long total, contended, yields, parks, rests, borrows, holds;
 	double wait_total_ms, wait_mean, wait_p99, wait_max; /* us */
 	char hold_mean[32], hold_p99[32], hold_max[32];
 	double ahead_avg, polls;
@@ -113,13 +113,13 @@ static bool row_of(const char *text, const void *lock, struct row *row)
 		return false;
 	line += strlen(key);
 	cr_assert_eq(sscanf(line, "%llu %llu %lf %lf %lf %lf %31s %31s %31s %llu %lf/%u %lf %63s "
-	                          "%llu %llu %u %llu %511[^\n]",
+	                          "%llu %llu %llu %u %llu %511[^\n]",
 	                    &row->total, &row->contended, &row->wait_total_ms, &row->wait_mean,
 	                    &row->wait_p99, &row->wait_max, row->hold_mean, row->hold_p99,
 	                    row->hold_max, &row->holds, &row->ahead_avg, &row->ahead_max,
-	                    &row->polls, row->delay, &row->yields, &row->parks, &row->threads,
-	                    &row->borrows, row->site),
-	             19, "cannot parse: %s", line);
+	                    &row->polls, row->delay, &row->yields, &row->parks, &row->rests,
+	                    &row->threads, &row->borrows, row->site),
+	             20, "cannot parse: %s", line);
 	return true;
 }
 
