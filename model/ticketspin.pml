@@ -44,7 +44,9 @@
  *    a woken head that watches a spin budget first (the C since 53f5309,
  *    the model helper's F2) is one of the behaviours, not a distinct one.
  *    TICKET_WAIT=park (the default) is modelled; spin and yield leave out
- *    sleeps.
+ *    sleeps.  A rest (must_rest(), TICKET_REST_US) is a step that looks at
+ *    the word again, once per acquisition: the sleep itself is only time,
+ *    which the interleavings already cover; REST=0 leaves it out.
  *
  * Ghost state (not in the C): in_cs (mutual exclusion), has/tk (who holds
  * which ticket), watch_on/watch_tk/bypassed (the watch of the head of the
@@ -128,6 +130,12 @@
 #define with_next(w, n) (((w) & (WMASK - NEXT_FIELD)) | (((n) & TMASK) << NEXT_SHIFT))
 #define with_head(w, h) (((w) & (WMASK - HEAD_FIELD)) | (((h) & TMASK) << HEAD_SHIFT))
 #define unwatched(w)   ((w) & (WMASK - WATCHING - BYP_MASK))    /* & ~(TS_WATCHING | TS_BYPASS_MASK) */
+
+#ifndef REST
+#define REST 1                    /* TICKET_REST_US != 0 */
+#endif
+/* slowpath.c: must_rest(), for a thread that may not steal */
+#define must_rest(w) (REST && !STRICT && ((w) & WATCHING) && bypass(w) >= BYPASS)
 
 /* slowpath.c: may_steal() */
 #ifdef MUT_STEAL_UNBOUNDED
@@ -296,6 +304,7 @@ proctype thread(byte me)
 	byte s;              /* parking_slot.seq / outside_seq as read */
 	bool ok;             /* a CAS succeeded */
 	bool slow;           /* the unlock went out of line */
+	bool rested;         /* this acquisition has rested (lock_queued()) */
 
 acquire:
 	if
@@ -370,6 +379,7 @@ try_slow:
 	/* ts_lock() (ticket_lock.h): lock cmpxchg from 0 to TS_LOCKED. */
 	atomic {
 		want[me] = 1;
+		rested = 0;
 		drain(me);
 		if
 		:: word == 0 -> word = LOCKED; ok = 1
@@ -390,11 +400,16 @@ lock_slow:
 		:: ok -> ok = 0; w = 0; goto critical
 		:: else -> goto lock_slow
 		fi
+	:: !may_steal(w) && !rested && must_rest(w) ->
+		/* ts_rest() (parking.c): sleep, holding nothing; then look again. */
+		rested = 1;
+		load(me, w);
+		goto lock_slow
 #ifdef MUT_JOIN_NO_CAP
 	/* Mutation: join without checking the capacity. */
-	:: !may_steal(w) ->
+	:: !may_steal(w) && (rested || !must_rest(w)) ->
 #else
-	:: !may_steal(w) && queued(w) < QCAP ->
+	:: !may_steal(w) && (rested || !must_rest(w)) && queued(w) < QCAP ->
 #endif
 		/* Draw a ticket: CAS next + 1; at the front of an empty queue, watch (I3). */
 		atomic {
