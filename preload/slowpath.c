@@ -22,7 +22,8 @@
  *
  *  1. Steal.  A thread that finds the lock free takes it, queue or no queue,
  *     unless the head of the queue is watching (TS_WATCHING) and has been
- *     bypassed TICKET_BYPASS times since it began to: then it draws a ticket.
+ *     bypassed TICKET_BYPASS times since it began to: then it draws a ticket
+ *     (after a rest, step 4).
  *     So the thread that has just released keeps the lock in bursts of up to
  *     TICKET_BYPASS + 1 acquisitions with the cache line at hand.
  *  2. The head of the queue sets TS_WATCHING when it first looks, and takes

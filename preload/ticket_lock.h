@@ -37,7 +37,8 @@
  *  - Contended: a thread that finds the lock free but the queue not empty
  *    may take it anyway (steal) unless the head is watching and has been
  *    bypassed TICKET_BYPASS times already; otherwise it draws a ticket and
- *    queues.  The head of the queue takes the lock when it sees it free,
+ *    queues (stopped by that count, once per acquisition, it first sleeps
+ *    TICKET_REST_US holding nothing: the rest).  The head of the queue takes the lock when it sees it free,
  *    advancing "head" in the same compare-and-swap.  Only the last ticket may
  *    be given back (withdrawn), and only by a waiter that takes the lock in
  *    the same operation because the head did not for TS_ESCAPE_NS (it is not
