@@ -33,13 +33,14 @@
  *     TICKET_BYPASS times.
  *  3. Restriction.  Behind the head, a waiter sleeps at once, unless it is
  *     the next after a watching head and no one sleeps (the head will take
- *     the lock within a hand-over; it then spins up to TS_NEXT_SPIN_NS: two
- *     threads never sleep to take turns).  So while the lock is
+ *     the lock within a hand-over; it then spins up to TS_NEXT_SPIN_NS: a
+ *     hand-over is no reason to sleep).  So while the lock is
  *     saturated the threads that circulate are the holder and the head; the
  *     others sleep, and are woken one at a time, in ticket order, as each
  *     becomes the head (TS_WAKE_NEXT): every thread gets its burst in turn,
  *     each lasting about one wake-up (the holder steals until the head it
- *     woke watches); with two threads, TICKET_BYPASS acquisitions.  A next
+ *     woke watches); with two threads, TICKET_BYPASS acquisitions, and then
+ *     the rest (step 4) makes each turn TICKET_REST_US long.  A next
  *     that spun while others slept had bursts of a few dozen acquisitions
  *     against the sleepers' thousands: fairness 0.3 at 3 threads.
  *     At low contention the queue is empty or short and nothing is
