@@ -99,16 +99,28 @@ static enum ts_sleep sleep_result(long rc)
 	return TS_SLEEP_TIMEOUT;
 }
 
-/* FUTEX_WAIT_BITSET on @futex while it holds @value, until @nap_ns from now. */
-static enum ts_sleep futex_sleep(uint32_t *futex, bool shared, uint32_t value, uint8_t ticket,
-                                 uint64_t nap_ns)
+/*
+ * FUTEX_WAIT_BITSET (@op, shared or private) on @futex while it holds
+ * @value, until @nap_ns from now, for wake-ups in @bitset; the system call's
+ * result.
+ */
+static long futex_wait_for(uint32_t *futex, int op, uint32_t value, uint64_t nap_ns,
+                           uint32_t bitset)
 {
 	/* FUTEX_WAIT_BITSET takes an absolute CLOCK_MONOTONIC deadline. */
 	uint64_t at = ts_now_ns() + nap_ns;
 	struct timespec deadline = { (time_t)(at / 1000000000ull), (long)(at % 1000000000ull) };
+
+	return syscall(SYS_futex, futex, op, value, &deadline, NULL, bitset);
+}
+
+/* A sleep on @futex while it holds @value, for at most @nap_ns, woken by @ticket's bit. */
+static enum ts_sleep futex_sleep(uint32_t *futex, bool shared, uint32_t value, uint8_t ticket,
+                                 uint64_t nap_ns)
+{
 	int op = shared ? FUTEX_WAIT_BITSET : FUTEX_WAIT_BITSET_PRIVATE;
 
-	return sleep_result(syscall(SYS_futex, futex, op, value, &deadline, NULL, ticket_bit(ticket)));
+	return sleep_result(futex_wait_for(futex, op, value, nap_ns, ticket_bit(ticket)));
 }
 
 enum ts_sleep ts_sleep_in_queue(ts_word_t *lock, uint32_t hash, uint8_t ticket, uint64_t nap_ns)
@@ -156,11 +168,9 @@ static uint32_t rest_futex;
 
 void ts_rest(uint32_t us)
 {
-	uint64_t at = ts_now_ns() + (uint64_t)us * 1000u;
-	struct timespec deadline = { (time_t)(at / 1000000000ull), (long)(at % 1000000000ull) };
-
-	syscall(SYS_futex, &rest_futex, FUTEX_WAIT_BITSET_PRIVATE, 0, &deadline, NULL,
-	        FUTEX_BITSET_MATCH_ANY);
+	/* Not futex_sleep(): a rest is neither woken nor a nap that timed out. */
+	futex_wait_for(&rest_futex, FUTEX_WAIT_BITSET_PRIVATE, 0, (uint64_t)us * 1000u,
+	               FUTEX_BITSET_MATCH_ANY);
 	__atomic_fetch_add(&sleep_counts.rests, 1, __ATOMIC_RELAXED);
 }
 
