@@ -39,6 +39,7 @@
 
 #include <errno.h>
 #include <limits.h>
+#include <sched.h>
 #include <linux/futex.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -55,6 +56,7 @@ void ts_sleep_counts(struct ts_sleep_counts *out)
 	out->woken = __atomic_load_n(&sleep_counts.woken, __ATOMIC_RELAXED);
 	out->timed_out = __atomic_load_n(&sleep_counts.timed_out, __ATOMIC_RELAXED);
 	out->rests = __atomic_load_n(&sleep_counts.rests, __ATOMIC_RELAXED);
+	out->turn_yields = __atomic_load_n(&sleep_counts.turn_yields, __ATOMIC_RELAXED);
 }
 
 uint64_t ts_now_ns(void)
@@ -172,6 +174,12 @@ void ts_rest(uint32_t us)
 	futex_wait_for(&rest_futex, FUTEX_WAIT_BITSET_PRIVATE, 0, (uint64_t)us * 1000u,
 	               FUTEX_BITSET_MATCH_ANY);
 	__atomic_fetch_add(&sleep_counts.rests, 1, __ATOMIC_RELAXED);
+}
+
+void ts_yield_turn(void)
+{
+	sched_yield();
+	__atomic_fetch_add(&sleep_counts.turn_yields, 1, __ATOMIC_RELAXED);
 }
 
 void ts_wake_ticket(ts_word_t *lock, uint32_t hash, uint32_t word, uint8_t ticket)

@@ -28,12 +28,13 @@ extern uint64_t ts_nap_first_ns, ts_nap_max_ns;
 
 /*
  * Sleeps that ended by a wake-up (or a changed word) and by their timeout;
- * and rests (ts_rest()), which are neither.
+ * and rests (ts_rest()) and turn yields (ts_yield_turn()), which are neither.
  */
 struct ts_sleep_counts {
 	uint64_t woken;
 	uint64_t timed_out;
 	uint64_t rests;
+	uint64_t turn_yields;
 };
 void ts_sleep_counts(struct ts_sleep_counts *out);
 
@@ -86,6 +87,14 @@ void ts_wake_outside(uint32_t hash);
  * point.  A signal ends it early, which costs nothing.
  */
 void ts_rest(uint32_t us);
+
+/*
+ * Holding no ticket, gives the CPU to another thread ready to run on it, if
+ * any (sched_yield(): no cancellation point): a thread that has run alone
+ * with the lock for a turn lets the head of the queue, woken but waiting for
+ * a CPU, take its place (slowpath.c, "Turn").
+ */
+void ts_yield_turn(void);
 
 /* CLOCK_MONOTONIC in nanoseconds. */
 uint64_t ts_now_ns(void);

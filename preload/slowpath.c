@@ -73,6 +73,20 @@
  *     holds up the running ones for at most TS_ESCAPE_NS (while one of them
  *     is last in the queue), and a head that sleeps (holder preempted or a
  *     long critical section) clears TS_WATCHING before it does.
+ *  6. Turn.  The head that a take woke may not get a CPU: with more threads
+ *     than CPUs the scheduler often queues it behind the very thread that
+ *     woke it, which then steals on, no one watching, until its time slice
+ *     ends.  At 16 threads on two CPUs a tenth of the turns lasted 0.3 to 3
+ *     ms and held most of the run, and who got them decided who got the
+ *     lock: fairness 0.1-0.5.  So a thread that has stolen past a queue
+ *     whose head does not watch for TICKET_TURN_US (its steals counted, the
+ *     clock read every TS_TURN_CHECK_EVERY of them) yields its CPU once, at
+ *     its next lock, holding nothing, and its turn starts over; a wait in
+ *     the queue starts it over too.  A head waiting for that CPU runs,
+ *     watches, and the bound above takes over.  Only steals past a queue
+ *     of two or more count: a lock with no one waiting never yields, and
+ *     with one waiter two threads take turns by the rest (step 4); there
+ *     the yield only handed the CPU to outside load (TS_TURN_MIN_QUEUE).
  *
  * Strict FIFO (TICKET_QUEUE=0, TICKET_BYPASS=0, and every lock initialised
  * PTHREAD_PROCESS_SHARED, whose waiters sleep on the word): no steal, no
@@ -126,6 +140,75 @@
 #ifndef TS_HEAD_PATIENCE
 #define TS_HEAD_PATIENCE 4
 #endif
+
+/* Steals between two looks at the clock, for the turn (step 6). */
+#define TS_TURN_CHECK_EVERY 64u
+/*
+ * The shortest queue whose steals count for the turn.  Two threads beside
+ * two CPU hogs, work 30 (bench/locks, medians of 7 interleaved runs): 23.4
+ * M/s counting from two waiters up, 20.0 from one, 24.2 with no turn: a
+ * yield with one waiter gave the CPU to a hog, not to the other thread,
+ * which the rest already serves.
+ */
+#ifndef TS_TURN_MIN_QUEUE
+#define TS_TURN_MIN_QUEUE 2u
+#endif
+
+/*
+ * This thread's turn (step 6): its steals past a queue whose head did not
+ * watch, on @lock, since @since_ns (0: not timed yet).  Thread-local: a
+ * steal writes nothing shared for it, and reads the clock once every
+ * TS_TURN_CHECK_EVERY steals.
+ */
+struct turn {
+	ts_word_t *lock;
+	uint32_t steals;
+	bool yield_due; /* the next lock of @lock yields first */
+	uint64_t since_ns;
+};
+static __thread struct turn turn __attribute__((tls_model("initial-exec")));
+
+static void turn_starts_over(void)
+{
+	turn.steals = 0;
+	turn.since_ns = 0;
+	turn.yield_due = false;
+}
+
+/* Our steal of @lock found @before. */
+static void turn_count_steal(const struct ts_config *cfg, ts_word_t *lock, uint32_t before)
+{
+	uint64_t now;
+
+	if (cfg->turn_us == 0 || ts_queued(before) < TS_TURN_MIN_QUEUE || (before & TS_WATCHING))
+		return; /* no one waits, or the head watches: the bypass bound applies */
+	if (turn.lock != lock) {
+		turn.lock = lock;
+		turn_starts_over();
+	}
+	if (++turn.steals % TS_TURN_CHECK_EVERY != 0)
+		return;
+	now = ts_now_ns();
+	if (turn.since_ns == 0)
+		turn.since_ns = now;
+	else if (now - turn.since_ns >= (uint64_t)cfg->turn_us * 1000u)
+		turn.yield_due = true;
+}
+
+/*
+ * Before stealing @lock, last seen as @*word: yields once if our turn is
+ * over and a head still does not watch.  True if we yielded.
+ */
+static bool turn_end(const struct ts_config *cfg, ts_word_t *lock, uint32_t *word)
+{
+	turn_starts_over();
+	if (turn.lock != lock || cfg->wait == TS_WAIT_SPIN || ts_queued(*word) == 0 ||
+	    (*word & TS_WATCHING))
+		return false;
+	ts_yield_turn();
+	*word = __atomic_load_n(lock, __ATOMIC_RELAXED);
+	return true;
+}
 
 static bool strict_fifo(const struct ts_config *cfg, uint32_t word)
 {
@@ -182,10 +265,14 @@ static uint32_t with_head(uint32_t word, uint32_t head)
 static bool try_steal(const struct ts_config *cfg, ts_word_t *lock, uint32_t *word)
 {
 	while (may_steal(cfg, *word)) {
+		uint32_t before = *word;
+
 		/* ACQUIRE pairs with the RELEASE store in ts_unlock(). */
 		if (__atomic_compare_exchange_n(lock, word, stolen(*word), false, __ATOMIC_ACQUIRE,
-		                                __ATOMIC_RELAXED))
+		                                __ATOMIC_RELAXED)) {
+			turn_count_steal(cfg, lock, before);
 			return true;
+		}
 	}
 	return false;
 }
@@ -565,7 +652,7 @@ static void stats_record(ts_word_t *lock, uint8_t ticket, const void *caller,
 
 /* Draws a ticket, or waits outside a full queue, and waits in the queue. */
 static __attribute__((noinline)) void lock_queued(ts_word_t *lock, uint32_t word,
-                                                   const void *caller)
+                                                   const void *caller, bool yielded)
 {
 	const struct ts_config *cfg = ts_config();
 	uint32_t hash = ts_lock_hash(lock);
@@ -625,11 +712,13 @@ static __attribute__((noinline)) void lock_queued(ts_word_t *lock, uint32_t word
 		wait_outside(&w, &word);
 	}
 	ts_fork_queued_done(before);
+	turn_starts_over(); /* we waited: the next turn is timed afresh */
 	if (w.tune) {
 		w.entry->delay = w.delay;
 		w.entry->next_delay = w.next_delay;
 	}
 	if (cfg->stats != NULL) {
+		w.st.yields += yielded;
 		if ((w.stats_look_due || how == STOLEN) && !rested)
 			stats_wait_begins(&w, how == STOLEN); /* taken before the first look */
 		if (how != AS_HEAD)
@@ -642,20 +731,23 @@ int ts_lock_slow(ts_word_t *lock, uint32_t seen, const void *caller)
 {
 	const struct ts_config *cfg = ts_config();
 	uint32_t word = seen;
+	bool yielded = false;
 
+	if (__builtin_expect(turn.yield_due, 0))
+		yielded = turn_end(cfg, lock, &word);
 	/*
 	 * Steal first, with nothing set up: in a holder's burst, that is every
 	 * acquisition.
 	 */
 	if (try_steal(cfg, lock, &word)) {
 		if (__builtin_expect(cfg->stats != NULL, 0)) {
-			struct ts_wait_stats st = { .borrows = 1 };
+			struct ts_wait_stats st = { .borrows = 1, .yields = yielded };
 
 			ts_stats_wait_begin(&st, true);
 			stats_record(lock, 0, caller, &st, 0);
 		}
 		return 0;
 	}
-	lock_queued(lock, word, caller);
+	lock_queued(lock, word, caller, yielded);
 	return 0;
 }

@@ -42,7 +42,9 @@
  *    takes the lock when it sees it free, advancing "head" in the same
  *    compare-and-swap.  Only the last ticket may be given back (withdrawn),
  *    and only by a waiter that takes the lock in the same operation because
- *    the head did not for TS_ESCAPE_NS (it is not running).
+ *    the head did not for TS_ESCAPE_NS (it is not running).  A thread that
+ *    steals past a queue of two or more whose head does not watch yields
+ *    its CPU once every TICKET_TURN_US (the turn), holding nothing.
  *
  * Invariants:
  *  I1 at most one thread holds the lock: the one whose atomic operation

@@ -9,6 +9,9 @@
  *    goes on.
  *  - a thread that the bound stops rests TICKET_REST_US first, once, and
  *    then queues.
+ *  - a thread that steals past a queue of two or more whose head does not
+ *    watch yields its CPU once per TICKET_TURN_US of it (the turn); not past
+ *    a queue of one, not with TICKET_TURN_US=0, not with TICKET_WAIT=spin.
  * And strict FIFO (TICKET_QUEUE=0) steals nothing.
  */
 #include <criterion/criterion.h>
@@ -126,6 +129,85 @@ Test(bypass, no_rest_with_ticket_rest_us_0, .timeout = 10)
 	ts_lock(&word, NULL);
 	cr_assert_eq(rests_so_far(), rests, "rested with TICKET_REST_US=0");
 	cr_assert(ts_unlock(&word));
+}
+
+static uint64_t turn_yields_so_far(void)
+{
+	struct ts_sleep_counts counts;
+
+	ts_sleep_counts(&counts);
+	return counts.turn_yields;
+}
+
+/*
+ * Takes and releases the lock for @ms milliseconds past a queue of @queued
+ * ghost tickets whose head does not watch (woken, say, and not running):
+ * every acquisition is a steal, and the tickets stay.  Returns the turn
+ * yields counted meanwhile, and the time taken in @elapsed_ns.
+ */
+static uint64_t steal_past_ghosts_for(uint32_t queued, uint64_t ms, uint64_t *elapsed_ns)
+{
+	uint64_t before = turn_yields_so_far();
+	uint64_t start = ts_now_ns();
+
+	__atomic_store_n(&word, queued << TS_NEXT_SHIFT, __ATOMIC_RELAXED);
+	do {
+		for (int k = 0; k < 1000; k++) {
+			ts_lock(&word, NULL);
+			cr_assert(!(word & TS_WATCHING) && ts_bypass(word) == 0, "word %#x", word);
+			cr_assert(ts_unlock(&word));
+		}
+		*elapsed_ns = ts_now_ns() - start;
+	} while (*elapsed_ns < ms * 1000000u);
+	cr_assert_eq(ts_queued(word), queued, "the ghosts' tickets stay: word %#x", word);
+	return turn_yields_so_far() - before;
+}
+
+/*
+ * A turn restarts at each yield, and is timed from its 64th steal: at most
+ * one yield per TICKET_TURN_US, and at least one in 30 of them.  (Counts of
+ * a logical bound, not a speed: a slow machine only steals less often.)
+ */
+Test(bypass, a_thread_stealing_past_a_head_that_does_not_watch_yields_once_a_turn,
+     .timeout = 10)
+{
+	uint64_t yields, elapsed_ns;
+
+	setenv("TICKET_TURN_US", "1000", 1);
+	cr_assert_eq(ts_config()->turn_us, 1000u);
+	yields = steal_past_ghosts_for(2, 30, &elapsed_ns);
+	cr_assert_geq(yields, 1, "no yield in %llu us of steals past the queue",
+	              (unsigned long long)(elapsed_ns / 1000u));
+	cr_assert_leq(yields, elapsed_ns / 1000000u + 1, "%llu yields in %llu us",
+	              (unsigned long long)yields, (unsigned long long)(elapsed_ns / 1000u));
+}
+
+/* One waiter is the two-thread case, which the rest handles: no turn. */
+Test(bypass, no_turn_past_a_queue_of_one, .timeout = 10)
+{
+	uint64_t elapsed_ns;
+
+	setenv("TICKET_TURN_US", "1000", 1);
+	cr_assert_eq(steal_past_ghosts_for(1, 10, &elapsed_ns), 0);
+}
+
+Test(bypass, no_turn_with_ticket_turn_us_0, .timeout = 10)
+{
+	uint64_t elapsed_ns;
+
+	setenv("TICKET_TURN_US", "0", 1);
+	cr_assert_eq(ts_config()->turn_us, 0u);
+	cr_assert_eq(steal_past_ghosts_for(2, 10, &elapsed_ns), 0);
+}
+
+Test(bypass, no_turn_with_ticket_wait_spin, .timeout = 10)
+{
+	uint64_t elapsed_ns;
+
+	setenv("TICKET_TURN_US", "1000", 1);
+	setenv("TICKET_WAIT", "spin", 1);
+	cr_assert_eq(ts_config()->wait, TS_WAIT_SPIN);
+	cr_assert_eq(steal_past_ghosts_for(2, 10, &elapsed_ns), 0);
 }
 
 struct taker {
