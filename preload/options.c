@@ -59,6 +59,17 @@ static bool parse_long(const char *raw, long min, long max, long *out)
 	return true;
 }
 
+/* A plain integer setting, @min..@max, into @out. */
+static bool parse_u32(const char *raw, long min, long max, uint32_t *out)
+{
+	long value;
+
+	if (!parse_long(raw, min, max, &value))
+		return false;
+	*out = (uint32_t)value;
+	return true;
+}
+
 static bool parse_keyword(const char *raw, const struct ts_keyword *keywords, int *out)
 {
 	for (; keywords->name != NULL; keywords++) {
@@ -92,22 +103,12 @@ static bool parse_delay(const char *raw, struct ts_config *cfg)
 
 static bool parse_delay_min(const char *raw, struct ts_config *cfg)
 {
-	long value;
-
-	if (!parse_long(raw, 1, TS_DELAY_LIMIT, &value))
-		return false;
-	cfg->delay_min = (uint32_t)value;
-	return true;
+	return parse_u32(raw, 1, TS_DELAY_LIMIT, &cfg->delay_min);
 }
 
 static bool parse_delay_max(const char *raw, struct ts_config *cfg)
 {
-	long value;
-
-	if (!parse_long(raw, 1, TS_DELAY_LIMIT, &value))
-		return false;
-	cfg->delay_max = (uint32_t)value;
-	return true;
+	return parse_u32(raw, 1, TS_DELAY_LIMIT, &cfg->delay_max);
 }
 
 static bool parse_table(const char *raw, struct ts_config *cfg)
@@ -149,12 +150,7 @@ static bool parse_wait(const char *raw, struct ts_config *cfg)
 
 static bool parse_spin(const char *raw, struct ts_config *cfg)
 {
-	long value;
-
-	if (!parse_long(raw, 1, 100000000, &value))
-		return false;
-	cfg->spin_budget = (uint32_t)value;
-	return true;
+	return parse_u32(raw, 1, 100000000, &cfg->spin_budget);
 }
 
 /*
@@ -188,32 +184,17 @@ static bool parse_bypass(const char *raw, struct ts_config *cfg)
 
 static bool parse_rest_us(const char *raw, struct ts_config *cfg)
 {
-	long value;
-
-	if (!parse_long(raw, 0, TS_REST_US_MAX, &value))
-		return false;
-	cfg->rest_us = (uint32_t)value;
-	return true;
+	return parse_u32(raw, 0, TS_REST_US_MAX, &cfg->rest_us);
 }
 
 static bool parse_turn_us(const char *raw, struct ts_config *cfg)
 {
-	long value;
-
-	if (!parse_long(raw, 0, TS_TURN_US_MAX, &value))
-		return false;
-	cfg->turn_us = (uint32_t)value;
-	return true;
+	return parse_u32(raw, 0, TS_TURN_US_MAX, &cfg->turn_us);
 }
 
 static bool parse_stall_ms(const char *raw, struct ts_config *cfg)
 {
-	long value;
-
-	if (!parse_long(raw, 0, TS_STALL_MS_MAX, &value))
-		return false;
-	cfg->stall_ms = (uint32_t)value;
-	return true;
+	return parse_u32(raw, 0, TS_STALL_MS_MAX, &cfg->stall_ms);
 }
 
 static bool parse_stats(const char *raw, struct ts_config *cfg)
@@ -229,12 +210,7 @@ static bool parse_stats(const char *raw, struct ts_config *cfg)
 
 static bool parse_stats_top(const char *raw, struct ts_config *cfg)
 {
-	long value;
-
-	if (!parse_long(raw, 1, 1000000, &value))
-		return false;
-	cfg->stats_top = (uint32_t)value;
-	return true;
+	return parse_u32(raw, 1, 1000000, &cfg->stats_top);
 }
 
 static bool parse_flag(const char *raw, bool *out)
