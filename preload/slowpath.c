@@ -181,7 +181,7 @@ static void turn_count_steal(const struct ts_config *cfg, ts_word_t *lock, uint3
 	uint64_t now;
 
 	if (cfg->turn_us == 0 || ts_queued(before) < TS_TURN_MIN_QUEUE || (before & TS_WATCHING))
-		return; /* no one waits, or the head watches: the bypass bound applies */
+		return; /* fewer than two wait (the rest serves two threads), or the bound applies */
 	if (turn.lock != lock) {
 		turn.lock = lock;
 		turn_starts_over();
