@@ -126,12 +126,7 @@ static bool parse_table(const char *raw, struct ts_config *cfg)
 
 static bool parse_hash_bits(const char *raw, struct ts_config *cfg)
 {
-	long value;
-
-	if (!parse_long(raw, 0, TS_HASH_BITS_MAX, &value))
-		return false;
-	cfg->hash_bits = (unsigned)value;
-	return true;
+	return parse_u32(raw, 0, TS_HASH_BITS_MAX, &cfg->hash_bits);
 }
 
 static bool parse_wait(const char *raw, struct ts_config *cfg)
