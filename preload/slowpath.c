@@ -60,7 +60,10 @@
  *     rester holds no ticket: no bound above counts it, and its wait is at
  *     most TICKET_REST_US longer.  The lock is saturated whenever the bound
  *     stops someone: at low contention the head takes the lock at the first
- *     release it sees, and no one rests.
+ *     release it sees, and no one rests.  A thread that the bound stops
+ *     within TICKET_REST_US of its own rest's end queues without resting:
+ *     its turn was cut short, and the other thread, stopped in its own
+ *     turn, rests instead (rest_is_due()).
  *  5. Escape.  A head that stops running while watching would stop everyone
  *     behind the count.  The last waiter in the queue, seeing the head leave
  *     the lock free for TS_ESCAPE_NS (a running head looks every
@@ -639,6 +642,43 @@ static bool must_rest(const struct ts_config *cfg, uint32_t word)
 }
 
 /*
+ * The end of this thread's last rest, on @lock (0: none pending).
+ * Thread-local, and touched only at a rest and at the bound: a few times per
+ * TICKET_REST_US.
+ */
+struct last_rest {
+	ts_word_t *lock;
+	uint64_t ended_ns;
+};
+static __thread struct last_rest last_rest __attribute__((tls_model("initial-exec")));
+
+/*
+ * Stopped by the bound on @lock, does this thread rest (step 4), or was its
+ * turn cut short?  A rester that comes back to a free lock steals it, the
+ * thread that ran alone meanwhile then queues and watches, and the bound
+ * stops the one who has just come back: resting again, it gave the other
+ * TICKET_REST_US for its few dozen acquisitions, and a run of such coin
+ * flips decided who got the lock (two threads, work 0: fairness 0.22-0.60
+ * in 6 of 8 runs).  So within TICKET_REST_US of its own rest's end it queues
+ * at once, and the other thread, stopped in its turn, rests.
+ */
+static bool rest_is_due(const struct ts_config *cfg, ts_word_t *lock)
+{
+	bool cut_short = last_rest.lock == lock && last_rest.ended_ns != 0 &&
+	                 ts_now_ns() - last_rest.ended_ns < (uint64_t)cfg->rest_us * 1000u;
+
+	last_rest.ended_ns = 0;
+	return !cut_short;
+}
+
+static void rest(const struct ts_config *cfg, ts_word_t *lock)
+{
+	ts_rest(cfg->rest_us);
+	last_rest.lock = lock;
+	last_rest.ended_ns = ts_now_ns();
+}
+
+/*
  * Records a steal for TICKET_STATS, and marks the lock byte so that our
  * unlock folds it (stats.c).
  */
@@ -665,7 +705,8 @@ static __attribute__((noinline)) void lock_queued(ts_word_t *lock, uint32_t word
 		.nap_ns = ts_nap_first_ns,
 	};
 	enum how_taken how = STOLEN;
-	bool rested = false; /* once per acquisition: then we queue, and the bounds hold */
+	bool rest_decided = false; /* once per acquisition: then we queue, and the bounds hold */
+	bool rested = false;
 	uint8_t ticket = 0;
 	ts_word_t *before;
 
@@ -680,15 +721,18 @@ static __attribute__((noinline)) void lock_queued(ts_word_t *lock, uint32_t word
 	for (;;) {
 		if (try_steal(cfg, lock, &word))
 			break;
-		if (!rested && must_rest(cfg, word)) {
-			rested = true;
-			/* TICKET_STATS: a rest is part of the wait, which begins here. */
-			if (cfg->stats != NULL)
-				stats_wait_begins(&w, false);
-			ts_rest(cfg->rest_us);
-			w.st.rests = 1;
-			word = __atomic_load_n(lock, __ATOMIC_RELAXED);
-			continue;
+		if (!rest_decided && must_rest(cfg, word)) {
+			rest_decided = true;
+			if (rest_is_due(cfg, lock)) {
+				rested = true;
+				/* TICKET_STATS: a rest is part of the wait, which begins here. */
+				if (cfg->stats != NULL)
+					stats_wait_begins(&w, false);
+				rest(cfg, lock);
+				w.st.rests = 1;
+				word = __atomic_load_n(lock, __ATOMIC_RELAXED);
+				continue;
+			}
 		}
 		if (ts_queued(word) < queue_capacity(cfg)) {
 			uint32_t joined = with_next(word, ts_next(word) + 1u);

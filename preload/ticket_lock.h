@@ -38,7 +38,8 @@
  *    may take it anyway (steal) unless the head is watching and has been
  *    bypassed TICKET_BYPASS times already; otherwise it draws a ticket and
  *    queues (stopped by that count, once per acquisition, it first sleeps
- *    TICKET_REST_US holding nothing: the rest).  The head of the queue
+ *    TICKET_REST_US holding nothing: the rest; not if its own last rest
+ *    ended less than TICKET_REST_US ago).  The head of the queue
  *    takes the lock when it sees it free, advancing "head" in the same
  *    compare-and-swap.  Only the last ticket may be given back (withdrawn),
  *    and only by a waiter that takes the lock in the same operation because

@@ -8,15 +8,19 @@
  *    thread for good: the last in line takes the lock past it, and stealing
  *    goes on.
  *  - a thread that the bound stops rests TICKET_REST_US first, once, and
- *    then queues.
+ *    then queues; stopped again within TICKET_REST_US of that rest's end,
+ *    it queues at once (checked unless the test thread lost its CPU for
+ *    most of that window).
  *  - a thread that steals past a queue of two or more whose head does not
  *    watch yields its CPU once per TICKET_TURN_US of it (the turn); not past
  *    a queue of one, not with TICKET_TURN_US=0, not with TICKET_WAIT=spin.
  * And strict FIFO (TICKET_QUEUE=0) steals nothing.
  */
 #include <criterion/criterion.h>
+#include <inttypes.h>
 #include <pthread.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 #include "options.h"
 #include "parking.h"
@@ -114,6 +118,44 @@ Test(bypass, a_stealer_stopped_at_the_bound_rests_once_then_queues, .timeout = 1
 	cr_assert(ts_unlock(&word));
 	ts_lock(&word, NULL);
 	cr_assert_eq(rests_so_far(), rests + 1, "no one watches: no bound, no rest");
+	cr_assert(ts_unlock(&word));
+}
+
+/*
+ * A thread that the bound stops again within TICKET_REST_US of its own
+ * rest's end (here: microseconds after it, the next lock set up at once)
+ * queues without resting: the thread it stopped is the one that rests.  Once
+ * TICKET_REST_US has passed, the bound makes it rest again.
+ */
+Test(bypass, a_rester_stopped_again_within_its_rest_queues_at_once, .timeout = 10)
+{
+	uint64_t rests, back_ns, setup_us;
+
+	bypass("5");
+	setenv("TICKET_REST_US", "50000", 1);
+	cr_assert_eq(ts_config()->rest_us, 50000u);
+	steal_up_to_the_bound();
+	rests = rests_so_far();
+	ts_lock(&word, NULL);
+	back_ns = ts_now_ns();
+	cr_assert_eq(rests_so_far(), rests + 1, "stopped by the bound: one rest");
+	cr_assert(ts_unlock(&word));
+
+	steal_up_to_the_bound();
+	setup_us = elapsed_us(back_ns);
+	ts_lock(&word, NULL);
+	/* Only a test thread descheduled for most of the window could see otherwise. */
+	if (setup_us < 10000)
+		cr_assert_eq(rests_so_far(), rests + 1,
+		             "stopped %" PRIu64 " us after its rest, it rested again", setup_us);
+	cr_assert(!(word & TS_WATCHING), "taken past the ghost: word %#x", word);
+	cr_assert(ts_unlock(&word));
+
+	usleep(60000);
+	steal_up_to_the_bound();
+	rests = rests_so_far();
+	ts_lock(&word, NULL);
+	cr_assert_eq(rests_so_far(), rests + 1, "stopped 60 ms after its last rest: no rest");
 	cr_assert(ts_unlock(&word));
 }
 
