@@ -706,7 +706,7 @@ static __attribute__((noinline)) void lock_queued(ts_word_t *lock, uint32_t word
 	};
 	enum how_taken how = STOLEN;
 	bool rest_decided = false; /* once per acquisition: then we queue, and the bounds hold */
-	bool rested = false;
+	bool rested = false;       /* we slept a rest (TICKET_STATS: the wait began there) */
 	uint8_t ticket = 0;
 	ts_word_t *before;
 
