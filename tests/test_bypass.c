@@ -83,6 +83,15 @@ static void steal_up_to_the_bound(void)
 	cr_assert_eq(ts_bypass(word), 5, "word %#x", word);
 }
 
+/* TICKET_BYPASS=5 and TICKET_REST_US=@us, then up to the bound as above. */
+static void steal_up_to_the_bound_resting(const char *us)
+{
+	bypass("5");
+	setenv("TICKET_REST_US", us, 1);
+	cr_assert_eq(ts_config()->rest_us, (uint32_t)strtoul(us, NULL, 10));
+	steal_up_to_the_bound();
+}
+
 static uint64_t rests_so_far(void)
 {
 	struct ts_sleep_counts counts;
@@ -105,10 +114,7 @@ Test(bypass, a_stealer_stopped_at_the_bound_rests_once_then_queues, .timeout = 1
 {
 	uint64_t rests, start;
 
-	bypass("5");
-	setenv("TICKET_REST_US", "50000", 1);
-	cr_assert_eq(ts_config()->rest_us, 50000u);
-	steal_up_to_the_bound();
+	steal_up_to_the_bound_resting("50000");
 	rests = rests_so_far();
 	start = ts_now_ns();
 	ts_lock(&word, NULL);
@@ -131,10 +137,7 @@ Test(bypass, a_rester_stopped_again_within_its_rest_queues_at_once, .timeout = 1
 {
 	uint64_t rests, back_ns, setup_us;
 
-	bypass("5");
-	setenv("TICKET_REST_US", "50000", 1);
-	cr_assert_eq(ts_config()->rest_us, 50000u);
-	steal_up_to_the_bound();
+	steal_up_to_the_bound_resting("50000");
 	rests = rests_so_far();
 	ts_lock(&word, NULL);
 	back_ns = ts_now_ns();
@@ -155,7 +158,7 @@ Test(bypass, a_rester_stopped_again_within_its_rest_queues_at_once, .timeout = 1
 	steal_up_to_the_bound();
 	rests = rests_so_far();
 	ts_lock(&word, NULL);
-	cr_assert_eq(rests_so_far(), rests + 1, "stopped 60 ms after its last rest: no rest");
+	cr_assert_eq(rests_so_far(), rests + 1, "stopped 60 ms after its last rest: it must rest");
 	cr_assert(ts_unlock(&word));
 }
 
@@ -163,10 +166,7 @@ Test(bypass, no_rest_with_ticket_rest_us_0, .timeout = 10)
 {
 	uint64_t rests;
 
-	bypass("5");
-	setenv("TICKET_REST_US", "0", 1);
-	cr_assert_eq(ts_config()->rest_us, 0u);
-	steal_up_to_the_bound();
+	steal_up_to_the_bound_resting("0");
 	rests = rests_so_far();
 	ts_lock(&word, NULL);
 	cr_assert_eq(rests_so_far(), rests, "rested with TICKET_REST_US=0");
