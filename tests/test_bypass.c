@@ -19,6 +19,7 @@
 #include <criterion/criterion.h>
 #include <inttypes.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <unistd.h>
 
@@ -84,11 +85,14 @@ static void steal_up_to_the_bound(void)
 }
 
 /* TICKET_BYPASS=5 and TICKET_REST_US=@us, then up to the bound as above. */
-static void steal_up_to_the_bound_resting(const char *us)
+static void steal_up_to_the_bound_resting(uint32_t us)
 {
+	char value[16];
+
+	snprintf(value, sizeof value, "%" PRIu32, us);
 	bypass("5");
-	setenv("TICKET_REST_US", us, 1);
-	cr_assert_eq(ts_config()->rest_us, (uint32_t)strtoul(us, NULL, 10));
+	setenv("TICKET_REST_US", value, 1);
+	cr_assert_eq(ts_config()->rest_us, us);
 	steal_up_to_the_bound();
 }
 
@@ -114,7 +118,7 @@ Test(bypass, a_stealer_stopped_at_the_bound_rests_once_then_queues, .timeout = 1
 {
 	uint64_t rests, start;
 
-	steal_up_to_the_bound_resting("50000");
+	steal_up_to_the_bound_resting(50000u);
 	rests = rests_so_far();
 	start = ts_now_ns();
 	ts_lock(&word, NULL);
@@ -137,7 +141,7 @@ Test(bypass, a_rester_stopped_again_within_its_rest_queues_at_once, .timeout = 1
 {
 	uint64_t rests, back_ns, setup_us;
 
-	steal_up_to_the_bound_resting("50000");
+	steal_up_to_the_bound_resting(50000u);
 	rests = rests_so_far();
 	ts_lock(&word, NULL);
 	back_ns = ts_now_ns();
@@ -166,7 +170,7 @@ Test(bypass, no_rest_with_ticket_rest_us_0, .timeout = 10)
 {
 	uint64_t rests;
 
-	steal_up_to_the_bound_resting("0");
+	steal_up_to_the_bound_resting(0u);
 	rests = rests_so_far();
 	ts_lock(&word, NULL);
 	cr_assert_eq(rests_so_far(), rests, "rested with TICKET_REST_US=0");
