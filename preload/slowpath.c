@@ -90,6 +90,26 @@
  *     of two or more count: a lock with no one waiting never yields, and
  *     with one waiter two threads take turns by the rest (step 4); there
  *     the yield only handed the CPU to outside load (TS_TURN_MIN_QUEUE).
+ *  7. Spin before queueing (TICKET_PRESPIN_US, off by default).  A thread
+ *     that finds the lock held past a queue whose head does not watch
+ *     (woken and not yet running, or asleep) spins up to TICKET_PRESPIN_US,
+ *     holding nothing, and steals the lock once it has looked free
+ *     TS_PRESPIN_FREE_LOOKS times in a row; only then does it draw a
+ *     ticket.  Behind such a head a ticket means sleeping until every
+ *     waiter ahead has had its wake-up, one at a time, for a lock that its
+ *     running holder releases within a critical section: at 16 threads on
+ *     two CPUs with long private work (bench/locks, work 1000), the queue
+ *     never emptied (a holder that lost its CPU once had filled it), 18-31
+ *     thousand context switches a second against pthread_mutex's 700, the
+ *     CPUs idle a tenth of the time, and 0.8x its throughput (3 us: 0.94
+ *     to 1.01x).  Off by default because with short critical sections at 8
+ *     and 16 threads the spinners take the lock in the bursts that the
+ *     restriction leaves to one thread: 1.3-1.5x pthread_mutex fell to
+ *     0.9-1.0x, and neither a gap between one thread's spins nor a lock
+ *     that must stay free a microsecond told the two cases apart.  Behind a
+ *     watching head the lock is saturated and the ticket is the restriction
+ *     (step 3); with an empty queue the thread becomes the head, which runs;
+ *     after a rest it queues, so that two threads take turns (step 4).
  *
  * Strict FIFO (TICKET_QUEUE=0, TICKET_BYPASS=0, and every lock initialised
  * PTHREAD_PROCESS_SHARED, whose waiters sleep on the word): no steal, no
@@ -630,6 +650,57 @@ static void wait_outside(struct waiter *w, uint32_t *word)
 }
 
 /*
+ * Consecutive looks that must find the lock free before a thread spinning
+ * outside the queue steals it (step 7): a lock free at one look is often
+ * between two acquisitions of one holder's burst, where a steal moves the
+ * lock's line for nothing.  16 threads at work 0, spinning behind any
+ * queue: 29.7 M/s stealing at the first free look, 35.0 after four, 39.0
+ * without the spin (bench/locks, other line, medians of 5 interleaved runs).
+ */
+#define TS_PRESPIN_FREE_LOOKS 4u
+/* Looks between two reads of the clock while spinning outside the queue. */
+#define TS_PRESPIN_CLOCK_EVERY 16u
+
+/*
+ * Found @word held before queueing: spin outside the queue first (step 7)?
+ * Only behind a head that does not watch: woken and not yet running, or
+ * asleep, so that a ticket drawn now means sleeping until every waiter
+ * ahead has had its wake-up.  With an empty queue the arriving thread
+ * becomes a head that runs and watches; behind a watching head the lock is
+ * saturated, and sleeping there is the restriction (step 3).  Not after a
+ * rest: the rester queues, so that the two threads take turns (step 4).
+ */
+static bool prespin_pays(const struct ts_config *cfg, uint32_t word, bool rested)
+{
+	return cfg->prespin_us != 0 && cfg->wait != TS_WAIT_SPIN && !rested &&
+	       !strict_fifo(cfg, word) && ts_is_held(word) && ts_queued(word) != 0 &&
+	       !(word & TS_WATCHING);
+}
+
+/*
+ * Spins, holding no ticket, until the lock has looked free
+ * TS_PRESPIN_FREE_LOOKS times in a row or TICKET_PRESPIN_US has passed;
+ * @*word is the last look.  Reads only: the steal that may follow is
+ * try_steal()'s, under its rules.
+ */
+static void prespin(const struct ts_config *cfg, ts_word_t *lock, uint32_t *word)
+{
+	uint64_t deadline = ts_now_ns() + (uint64_t)cfg->prespin_us * 1000u;
+	uint32_t free_looks = 0;
+
+	for (uint32_t looks = 1;; looks++) {
+		__builtin_ia32_pause();
+		/* Relaxed: ownership is taken only by try_steal()'s ACQUIRE compare-and-swap. */
+		*word = __atomic_load_n(lock, __ATOMIC_RELAXED);
+		free_looks = ts_is_held(*word) ? 0 : free_looks + 1;
+		if (free_looks >= TS_PRESPIN_FREE_LOOKS)
+			return;
+		if (looks % TS_PRESPIN_CLOCK_EVERY == 0 && ts_now_ns() >= deadline)
+			return;
+	}
+}
+
+/*
  * Does a thread that may not steal from @word rest before it queues?  When
  * the bound stopped it: the head watches and the threads outside the queue
  * have taken the lock TICKET_BYPASS times since, so the lock was never free
@@ -679,6 +750,17 @@ static void rest(const struct ts_config *cfg, ts_word_t *lock)
 }
 
 /*
+ * TICKET_STATS: a spin before queueing and a rest are part of the wait,
+ * which begins at the first of them (@*timed: it has begun).
+ */
+static void stats_wait_begins_outside(struct waiter *w, bool *timed)
+{
+	if (w->cfg->stats != NULL && !*timed)
+		stats_wait_begins(w, false);
+	*timed = true;
+}
+
+/*
  * Records a steal for TICKET_STATS, and marks the lock byte so that our
  * unlock folds it (stats.c).
  */
@@ -706,7 +788,9 @@ static __attribute__((noinline)) void lock_queued(ts_word_t *lock, uint32_t word
 	};
 	enum how_taken how = STOLEN;
 	bool rest_decided = false; /* once per acquisition: then we queue, and the bounds hold */
-	bool rested = false;       /* we slept a rest (TICKET_STATS: the wait began there) */
+	bool rested = false;       /* we slept a rest: we queue now (step 4) */
+	bool prespun = false;      /* we spun before queueing (step 7): once per acquisition */
+	bool wait_timed = false;   /* TICKET_STATS: the wait began at that spin or rest */
 	uint8_t ticket = 0;
 	ts_word_t *before;
 
@@ -721,13 +805,17 @@ static __attribute__((noinline)) void lock_queued(ts_word_t *lock, uint32_t word
 	for (;;) {
 		if (try_steal(cfg, lock, &word))
 			break;
+		if (!prespun && prespin_pays(cfg, word, rested)) {
+			prespun = true;
+			stats_wait_begins_outside(&w, &wait_timed);
+			prespin(cfg, lock, &word);
+			continue;
+		}
 		if (!rest_decided && must_rest(cfg, word)) {
 			rest_decided = true;
 			if (rest_is_due(cfg, lock)) {
 				rested = true;
-				/* TICKET_STATS: a rest is part of the wait, which begins here. */
-				if (cfg->stats != NULL)
-					stats_wait_begins(&w, false);
+				stats_wait_begins_outside(&w, &wait_timed);
 				rest(cfg, lock);
 				w.st.rests = 1;
 				word = __atomic_load_n(lock, __ATOMIC_RELAXED);
@@ -747,7 +835,7 @@ static __attribute__((noinline)) void lock_queued(ts_word_t *lock, uint32_t word
 				/* More waiting than threads exist: report the word (misuse.c). */
 				ts_misuse_check_line(lock, joined, ticket, caller);
 				w.st.ahead = (uint16_t)(ts_tickets_between(ts_head(joined), ticket) + 1u);
-				w.stats_look_due = cfg->stats != NULL && !rested;
+				w.stats_look_due = cfg->stats != NULL && !wait_timed;
 				how = wait_in_queue(&w, ticket, joined);
 				break;
 			}
@@ -763,7 +851,7 @@ static __attribute__((noinline)) void lock_queued(ts_word_t *lock, uint32_t word
 	}
 	if (cfg->stats != NULL) {
 		w.st.yields += yielded;
-		if ((w.stats_look_due || how == STOLEN) && !rested)
+		if ((w.stats_look_due || how == STOLEN) && !wait_timed)
 			stats_wait_begins(&w, how == STOLEN); /* taken before the first look */
 		if (how != AS_HEAD)
 			w.st.borrows = 1; /* no ticket consumed: counted apart in the totals */

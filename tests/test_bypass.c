@@ -14,11 +14,16 @@
  *  - a thread that steals past a queue of two or more whose head does not
  *    watch yields its CPU once per TICKET_TURN_US of it (the turn); not past
  *    a queue of one, not with TICKET_TURN_US=0, not with TICKET_WAIT=spin.
+ *  - a thread that finds the lock held past a queue whose head does not
+ *    watch spins outside the queue up to TICKET_PRESPIN_US and steals it
+ *    when it comes free; not behind a watching head, not with
+ *    TICKET_PRESPIN_US=0.
  * And strict FIFO (TICKET_QUEUE=0) steals nothing.
  */
 #include <criterion/criterion.h>
 #include <inttypes.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -254,6 +259,106 @@ Test(bypass, no_turn_with_ticket_wait_spin, .timeout = 10)
 	setenv("TICKET_WAIT", "spin", 1);
 	cr_assert_eq(ts_config()->wait, TS_WAIT_SPIN);
 	cr_assert_eq(steal_past_ghosts_for(2, 10, &elapsed_ns), 0);
+}
+
+/* A thread that takes the lock once, and what it saw while it held it. */
+struct arrival {
+	pthread_t tid;
+	volatile int arrived;
+	volatile uint32_t held_word;
+};
+
+static void *arrival_thread(void *arg)
+{
+	struct arrival *a = arg;
+
+	a->arrived = 1;
+	ts_lock(&word, NULL);
+	a->held_word = __atomic_load_n(&word, __ATOMIC_RELAXED);
+	cr_assert(ts_unlock(&word));
+	return NULL;
+}
+
+static uint64_t sleeps_so_far(void)
+{
+	struct ts_sleep_counts counts;
+
+	ts_sleep_counts(&counts);
+	return counts.woken + counts.timed_out;
+}
+
+/*
+ * We hold the lock over a ghost queue @queue (held | @queue); another
+ * thread arrives and tries to lock.  For 20 ms after its arrival we watch
+ * the word: returns the most tickets seen in the queue meanwhile (the
+ * ghosts' own, or one more if the arrival drew a ticket).  Then we release,
+ * and it gets the lock one way or another.
+ */
+static uint32_t tickets_while_an_arrival_finds_it_held(uint32_t queue, struct arrival *a)
+{
+	uint32_t most = 0;
+	uint64_t start;
+
+	__atomic_store_n(&word, queue | TS_LOCKED, __ATOMIC_RELEASE);
+	cr_assert_eq(pthread_create(&a->tid, NULL, arrival_thread, a), 0);
+	while (!a->arrived)
+		sched_yield();
+	start = ts_now_ns();
+	while (ts_now_ns() - start < 20000000u) {
+		uint32_t queued = ts_queued(__atomic_load_n(&word, __ATOMIC_RELAXED));
+
+		if (queued > most)
+			most = queued;
+		usleep(100);
+	}
+	cr_assert(ts_unlock(&word));
+	cr_assert_eq(pthread_join(a->tid, NULL), 0);
+	return most;
+}
+
+/*
+ * Held, past two ghost tickets whose head does not watch (woken, say, and
+ * not running): the arrival spins outside the queue (here up to 100 ms, so that
+ * our 20 ms of holding fall within it) and steals the lock at its release,
+ * drawing no ticket and never sleeping.  Without the spin it would queue
+ * behind the ghosts and sleep.
+ */
+Test(bypass, an_arrival_behind_a_head_that_does_not_watch_spins_and_steals, .timeout = 10)
+{
+	struct arrival a = { 0 };
+	uint64_t sleeps = sleeps_so_far();
+	uint32_t most;
+
+	setenv("TICKET_PRESPIN_US", "100000", 1);
+	cr_assert_eq(ts_config()->prespin_us, 100000u);
+	most = tickets_while_an_arrival_finds_it_held(2u << TS_NEXT_SHIFT, &a);
+	cr_assert_eq(most, 2, "the arrival drew a ticket (%u in the queue)", most);
+	cr_assert(ts_is_held(a.held_word) && ts_queued(a.held_word) == 2,
+	          "not a steal past the ghosts: word %#x", a.held_word);
+	cr_assert_eq(sleeps_so_far(), sleeps, "the arrival slept");
+}
+
+/* TICKET_PRESPIN_US=0: the arrival queues at once, behind the ghosts. */
+Test(bypass, no_spin_outside_the_queue_with_ticket_prespin_us_0, .timeout = 10)
+{
+	struct arrival a = { 0 };
+
+	setenv("TICKET_PRESPIN_US", "0", 1);
+	cr_assert_eq(ts_config()->prespin_us, 0u);
+	cr_assert_eq(tickets_while_an_arrival_finds_it_held(2u << TS_NEXT_SHIFT, &a), 3);
+}
+
+/*
+ * Behind a head that watches the lock is saturated, and a ticket is the
+ * restriction (step 3): the arrival queues at once, spin or no spin.
+ */
+Test(bypass, no_spin_outside_the_queue_behind_a_watching_head, .timeout = 10)
+{
+	struct arrival a = { 0 };
+
+	setenv("TICKET_PRESPIN_US", "100000", 1);
+	cr_assert_eq(ts_config()->prespin_us, 100000u);
+	cr_assert_eq(tickets_while_an_arrival_finds_it_held(ghost_watching_head(), &a), 2);
 }
 
 struct taker {

@@ -39,6 +39,7 @@ Test(config, defaults)
 	cr_assert_eq(cfg.queue_capacity, 127);
 	cr_assert_eq(cfg.rest_us, 500);
 	cr_assert_eq(cfg.turn_us, 500);
+	cr_assert_eq(cfg.prespin_us, 0);
 	cr_assert(!cfg.strict && !cfg.verbose);
 }
 
@@ -94,6 +95,10 @@ Test(config, good_values)
 	cr_assert_eq(cfg.turn_us, 0);
 	cr_assert_eq(parse_with("TICKET_TURN_US", "100000", &cfg), 0);
 	cr_assert_eq(cfg.turn_us, 100000);
+	cr_assert_eq(parse_with("TICKET_PRESPIN_US", "0", &cfg), 0);
+	cr_assert_eq(cfg.prespin_us, 0);
+	cr_assert_eq(parse_with("TICKET_PRESPIN_US", "100000", &cfg), 0);
+	cr_assert_eq(cfg.prespin_us, 100000);
 	cr_assert_eq(parse_with("TICKET_STALL_MS", "0", &cfg), 0);
 	cr_assert_eq(cfg.stall_ms, 0);
 	cr_assert_eq(parse_with("TICKET_STALL_MS", "86400000", &cfg), 0);
@@ -132,6 +137,8 @@ Test(config, bad_values_keep_the_default)
 		{ "TICKET_REST_US", "1ms" },
 		{ "TICKET_TURN_US", "-1" },        { "TICKET_TURN_US", "100001" },
 		{ "TICKET_TURN_US", "0.5" },
+		{ "TICKET_PRESPIN_US", "-1" },     { "TICKET_PRESPIN_US", "100001" },
+		{ "TICKET_PRESPIN_US", "3us" },
 		{ "TICKET_STALL_MS", "-1" },       { "TICKET_STALL_MS", "86400001" },
 		{ "TICKET_STALL_MS", "1s" },       { "TICKET_STATS_TOP", "0" },
 		{ "TICKET_STRICT", "yes" },        { "TICKET_VERBOSE", "2" },
