@@ -102,12 +102,18 @@ static void steal_up_to_the_bound_resting(uint32_t us)
 	steal_up_to_the_bound();
 }
 
-static uint64_t rests_so_far(void)
+/* The library's counts of rests, turn yields and sleeps, so far. */
+static struct ts_sleep_counts counts_so_far(void)
 {
 	struct ts_sleep_counts counts;
 
 	ts_sleep_counts(&counts);
-	return counts.rests;
+	return counts;
+}
+
+static uint64_t rests_so_far(void)
+{
+	return counts_so_far().rests;
 }
 
 static uint64_t elapsed_us(uint64_t since_ns)
@@ -185,10 +191,7 @@ Test(bypass, no_rest_with_ticket_rest_us_0, .timeout = 10)
 
 static uint64_t turn_yields_so_far(void)
 {
-	struct ts_sleep_counts counts;
-
-	ts_sleep_counts(&counts);
-	return counts.turn_yields;
+	return counts_so_far().turn_yields;
 }
 
 /*
@@ -282,9 +285,8 @@ static void *arrival_thread(void *arg)
 
 static uint64_t sleeps_so_far(void)
 {
-	struct ts_sleep_counts counts;
+	struct ts_sleep_counts counts = counts_so_far();
 
-	ts_sleep_counts(&counts);
 	return counts.woken + counts.timed_out;
 }
 
