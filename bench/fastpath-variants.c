@@ -13,6 +13,16 @@
  *   -DVARIANT_CAS_BYTE ticketspin's two fast paths: compare-and-swap from 0;
  *                      unlock loads the word and stores the lock byte only
  *                      when no flag asks for the slow path
+ * and three that ask what a fast path built on an exchange would cost: the
+ * lock exchanges the lock byte alone (so that the rest of the word, where a
+ * queue and its flags would live, is left alone), the unlock loads the word
+ * and stores the lock byte unless a flag outside the lock byte is set:
+ *   -DVARIANT_XCHG_BYTE       nothing else
+ *   -DVARIANT_XCHG_BYTE_LOAD  the lock then loads the word, to refuse a free
+ *                             lock with a queue behind it
+ *   -DVARIANT_XCHG_BYTE_MODE  the lock first tests a process-wide flag (a
+ *                             strict-FIFO mode would take the
+ *                             compare-and-swap path instead)
  */
 #include <errno.h>
 #include <pthread.h>
@@ -20,6 +30,12 @@
 
 #define API __attribute__((visibility("default")))
 
+#if defined(VARIANT_XCHG_BYTE) || defined(VARIANT_XCHG_BYTE_LOAD) || defined(VARIANT_XCHG_BYTE_MODE)
+#define XCHG_BYTE 1
+#define FLAGS_OUTSIDE_LOCK_BYTE 0xe000u
+/* a process-wide mode, as a strict-FIFO setting would be; never set here */
+__attribute__((visibility("hidden"))) int strict_mode;
+#endif
 #ifdef VARIANT_GLIBC
 #define FREE 1
 #define HELD 0 /* glibc's: a trylock's word must read as held to lock's decrement */
@@ -63,6 +79,25 @@ API int pthread_spin_lock(pthread_spinlock_t *lock)
 		while (__atomic_load_n(lock, __ATOMIC_RELAXED) <= 0)
 			__builtin_ia32_pause();
 	return 0;
+#elif defined(XCHG_BYTE)
+#ifdef VARIANT_XCHG_BYTE_MODE
+	if (__builtin_expect(strict_mode, 0)) {
+		int expected = FREE;
+		if (__atomic_compare_exchange_n(lock, &expected, HELD, 0, __ATOMIC_ACQUIRE,
+		                                __ATOMIC_RELAXED))
+			return 0;
+		return spin_then_take(lock);
+	}
+#endif
+	if (__atomic_exchange_n((uint8_t *)lock, HELD, __ATOMIC_ACQUIRE) == FREE) {
+#ifdef VARIANT_XCHG_BYTE_LOAD
+		if (__builtin_expect((__atomic_load_n((uint32_t *)lock, __ATOMIC_RELAXED) & ~0xffu) != 0,
+		                     0))
+			return spin_then_take(lock);
+#endif
+		return 0;
+	}
+	return spin_then_take(lock);
 #elif defined(VARIANT_XCHG)
 	if (__atomic_exchange_n(lock, HELD, __ATOMIC_ACQUIRE) == FREE)
 		return 0;
@@ -85,7 +120,7 @@ API int pthread_spin_trylock(pthread_spinlock_t *lock)
 	                                   __ATOMIC_RELAXED) ? 0 : EBUSY;
 }
 
-#ifdef VARIANT_CAS_BYTE
+#if defined(VARIANT_CAS_BYTE) || defined(XCHG_BYTE)
 static __attribute__((noinline)) int unlock_flagged(pthread_spinlock_t *lock)
 {
 	__atomic_store_n(lock, FREE, __ATOMIC_RELEASE);
@@ -95,7 +130,13 @@ static __attribute__((noinline)) int unlock_flagged(pthread_spinlock_t *lock)
 
 API int pthread_spin_unlock(pthread_spinlock_t *lock)
 {
-#ifdef VARIANT_CAS_BYTE
+#if defined(XCHG_BYTE)
+	uint32_t word = __atomic_load_n((uint32_t *)lock, __ATOMIC_RELAXED);
+
+	if (__builtin_expect(word & FLAGS_OUTSIDE_LOCK_BYTE, 0))
+		return unlock_flagged(lock);
+	__atomic_store_n((uint8_t *)lock, FREE, __ATOMIC_RELEASE);
+#elif defined(VARIANT_CAS_BYTE)
 	uint32_t word = __atomic_load_n((uint32_t *)lock, __ATOMIC_RELAXED);
 
 	if ((uint8_t)word != HELD)

@@ -17,7 +17,7 @@ command -v ucx_perftest >/dev/null || { echo "ucx-hotpath: ucx_perftest not foun
 command -v "$cc" >/dev/null || { echo "ucx-hotpath: no C compiler ($cc)"; exit 2; }
 tmp=$(mktemp -d) || exit 2
 trap 'rm -rf "$tmp"' EXIT
-variants="GLIBC XCHG CAS CAS_BYTE"
+variants="GLIBC XCHG CAS CAS_BYTE XCHG_BYTE XCHG_BYTE_LOAD XCHG_BYTE_MODE"
 for v in $variants; do
 	"$cc" -O2 -fPIC -shared -D"VARIANT_$v" -o "$tmp/$v.so" "$here/fastpath-variants.c" ||
 		{ echo "ucx-hotpath: building the $v stand-in failed"; exit 2; }
@@ -44,7 +44,7 @@ END {
 	stats("glibc", 1); base = M
 	for (i = 1; i in names; i++) {
 		stats(names[i], 1)
-		printf "  %-10s %6.2f M [%.2f-%.2f]  %.3fx glibc\n", names[i], M / 1e6, LO / 1e6,
+		printf "  %-14s %6.2f M [%.2f-%.2f]  %.3fx glibc\n", names[i], M / 1e6, LO / 1e6,
 		       HI / 1e6, M / base
 	}
 }
