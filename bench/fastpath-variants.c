@@ -23,6 +23,10 @@
  *   -DVARIANT_XCHG_BYTE_MODE  the lock first tests a process-wide flag (a
  *                             strict-FIFO mode would take the
  *                             compare-and-swap path instead)
+ * and two other read-modify-writes that take a free lock without refusing
+ * it, with ticketspin's unlock: -DVARIANT_BTS (lock bts of the held bit,
+ * which would leave flags in the lock byte intact) and -DVARIANT_XADD
+ * (fetch-add of the held bit, taken when the word was 0).
  */
 #include <errno.h>
 #include <pthread.h>
@@ -79,6 +83,17 @@ API int pthread_spin_lock(pthread_spinlock_t *lock)
 		while (__atomic_load_n(lock, __ATOMIC_RELAXED) <= 0)
 			__builtin_ia32_pause();
 	return 0;
+#elif defined(VARIANT_BTS)
+	unsigned char was_held;
+
+	__asm__ __volatile__("lock btsl $4, %1" : "=@ccc"(was_held), "+m"(*lock) : : "memory");
+	if (!was_held)
+		return 0;
+	return spin_then_take(lock);
+#elif defined(VARIANT_XADD)
+	if (__atomic_fetch_add((uint32_t *)lock, (uint32_t)HELD, __ATOMIC_ACQUIRE) == FREE)
+		return 0;
+	return spin_then_take(lock);
 #elif defined(XCHG_BYTE)
 #ifdef VARIANT_XCHG_BYTE_MODE
 	if (__builtin_expect(strict_mode, 0)) {
@@ -120,7 +135,7 @@ API int pthread_spin_trylock(pthread_spinlock_t *lock)
 	                                   __ATOMIC_RELAXED) ? 0 : EBUSY;
 }
 
-#if defined(VARIANT_CAS_BYTE) || defined(XCHG_BYTE)
+#if defined(VARIANT_CAS_BYTE) || defined(XCHG_BYTE) || defined(VARIANT_BTS) || defined(VARIANT_XADD)
 static __attribute__((noinline)) int unlock_flagged(pthread_spinlock_t *lock)
 {
 	__atomic_store_n(lock, FREE, __ATOMIC_RELEASE);
@@ -136,7 +151,7 @@ API int pthread_spin_unlock(pthread_spinlock_t *lock)
 	if (__builtin_expect(word & FLAGS_OUTSIDE_LOCK_BYTE, 0))
 		return unlock_flagged(lock);
 	__atomic_store_n((uint8_t *)lock, FREE, __ATOMIC_RELEASE);
-#elif defined(VARIANT_CAS_BYTE)
+#elif defined(VARIANT_CAS_BYTE) || defined(VARIANT_BTS) || defined(VARIANT_XADD)
 	uint32_t word = __atomic_load_n((uint32_t *)lock, __ATOMIC_RELAXED);
 
 	if ((uint8_t)word != HELD)
