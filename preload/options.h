@@ -45,7 +45,7 @@ struct ts_config {
 	uint32_t queue_capacity; /* most tickets in the queue; more wait outside */
 	uint32_t rest_us;        /* a stealer stopped at the bound sleeps this long first; 0: never */
 	uint32_t turn_us;        /* stealing past a head that does not watch: yield after this long; 0: never */
-	uint32_t prespin_us;     /* found held behind a head that does not watch: spin this long before queueing; 0: never */
+	uint32_t prespin_us;     /* found held behind a head that does not watch, on a lock not saturated: spin this long before queueing; 0: never */
 	uint32_t stall_ms;       /* report a wait longer than this (stall.c); 0: never */
 	const char *stats;       /* NULL (off), "" (stderr) or a file name */
 	uint32_t stats_top;

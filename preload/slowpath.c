@@ -90,10 +90,10 @@
  *     of two or more count: a lock with no one waiting never yields, and
  *     with one waiter two threads take turns by the rest (step 4); there
  *     the yield only handed the CPU to outside load (TS_TURN_MIN_QUEUE).
- *  7. Spin before queueing (TICKET_PRESPIN_US, off by default).  A thread
- *     that finds the lock held past a queue whose head does not watch
- *     (woken and not yet running, or asleep) spins up to TICKET_PRESPIN_US,
- *     holding nothing, and steals the lock once it has looked free
+ *  7. Spin before queueing (TICKET_PRESPIN_US, 3 us).  A thread that
+ *     finds the lock held past a queue whose head does not watch (woken and
+ *     not yet running, or asleep) spins up to TICKET_PRESPIN_US, holding
+ *     nothing, and steals the lock once it has looked free
  *     TS_PRESPIN_FREE_LOOKS times in a row; only then does it draw a
  *     ticket.  Behind such a head a ticket means sleeping until every
  *     waiter ahead has had its wake-up, one at a time, for a lock that its
@@ -102,11 +102,17 @@
  *     never emptied (a holder that lost its CPU once had filled it), 18-31
  *     thousand context switches a second against pthread_mutex's 700, the
  *     CPUs idle a tenth of the time, and 0.8x its throughput (3 us: 0.94
- *     to 1.01x).  Off by default because with short critical sections at 8
- *     and 16 threads the spinners take the lock in the bursts that the
- *     restriction leaves to one thread: 1.3-1.5x pthread_mutex fell to
- *     0.9-1.0x, and neither a gap between one thread's spins nor a lock
- *     that must stay free a microsecond told the two cases apart.  Behind a
+ *     to 1.01x).  Only on a lock that comes free between acquisitions:
+ *     its last head that watched was bypassed fewer than
+ *     TS_PRESPIN_MAX_BYPASSED times before it took the lock (a hint kept
+ *     by lock hash, head_bypassed_by_lock).  On a saturated lock, short
+ *     critical sections at 8 and 16 threads, the spinners took the lock in
+ *     the bursts that the restriction leaves to one thread: 1.3-1.5x
+ *     pthread_mutex fell to 0.9-1.0x; there most watching heads were
+ *     bypassed 16 to 63 times before their take, at work 100 4 to 15, at
+ *     work 1000 0 to 3 (bench/locks, 8 and 16 threads).  Neither a gap
+ *     between one thread's spins nor a lock that must stay free a
+ *     microsecond had told the two apart.  Behind a
  *     watching head the lock is saturated and the ticket is the restriction
  *     (step 3); with an empty queue the thread becomes the head, which runs;
  *     after a rest it queues, so that two threads take turns (step 4).
@@ -344,6 +350,39 @@ enum how_taken {
 };
 
 /*
+ * How many steals the last head of a lock that watched it let pass before it
+ * took the lock, plus one (0: no head has watched it yet), by the lock's
+ * hash; locks whose hashes share a slot share it.  The spin before queueing
+ * (step 7) reads it: a head bypassed TS_PRESPIN_MAX_BYPASSED times or more
+ * watched a saturated lock, one bypassed fewer found it free between
+ * acquisitions.  Written at a watching head's take, and only when the count
+ * differs, so that the line stays shared between the contenders that read
+ * it.  A hint: a stale or shared value costs a spin or a sleep, never a
+ * bound.
+ */
+static uint8_t head_bypassed_by_lock[TS_HEAD_BYPASSED_SLOTS] __attribute__((aligned(64)));
+
+static uint8_t *head_bypassed_slot(uint32_t hash)
+{
+	return &head_bypassed_by_lock[hash % TS_HEAD_BYPASSED_SLOTS];
+}
+
+static void note_head_bypassed(uint32_t hash, uint32_t bypassed)
+{
+	uint8_t *slot = head_bypassed_slot(hash);
+	uint8_t value = (uint8_t)(bypassed + 1u);
+
+	/* Relaxed: a hint, read with no other access ordered after it. */
+	if (__atomic_load_n(slot, __ATOMIC_RELAXED) != value)
+		__atomic_store_n(slot, value, __ATOMIC_RELAXED);
+}
+
+uint32_t ts_head_bypassed(const void *lock)
+{
+	return __atomic_load_n(head_bypassed_slot(ts_lock_hash(lock)), __ATOMIC_RELAXED);
+}
+
+/*
  * Takes the free lock of @*word as the head of the queue: advances head past
  * our ticket, ends the watch, and asks our unlock to wake the new head if it
  * may sleep.  False, with @*word reloaded, when the word changed.
@@ -371,6 +410,8 @@ static bool take_as_head(struct waiter *w, uint8_t ticket, uint32_t *word)
 	if (!__atomic_compare_exchange_n(w->lock, word, taken, false, __ATOMIC_SEQ_CST,
 	                                 __ATOMIC_RELAXED))
 		return false;
+	if (*word & TS_WATCHING)
+		note_head_bypassed(w->hash, ts_bypass(*word));
 	if (ts_queued(*word) >= queue_capacity(w->cfg))
 		ts_wake_outside(w->hash); /* room in the queue now */
 	return true;
@@ -662,6 +703,18 @@ static void wait_outside(struct waiter *w, uint32_t *word)
 #define TS_PRESPIN_CLOCK_EVERY 16u
 
 /*
+ * Was the lock of @hash free between two acquisitions, when a head last
+ * watched it?  Its last watching head took it after fewer than
+ * TS_PRESPIN_MAX_BYPASSED steals.  Unknown (no head has watched yet) is no.
+ */
+static bool lock_left_free_between_acquisitions(uint32_t hash)
+{
+	uint32_t seen = __atomic_load_n(head_bypassed_slot(hash), __ATOMIC_RELAXED);
+
+	return seen != 0 && seen - 1u < TS_PRESPIN_MAX_BYPASSED;
+}
+
+/*
  * Found @word held before queueing: spin outside the queue first (step 7)?
  * Only behind a head that does not watch: woken and not yet running, or
  * asleep, so that a ticket drawn now means sleeping until every waiter
@@ -669,12 +722,14 @@ static void wait_outside(struct waiter *w, uint32_t *word)
  * becomes a head that runs and watches; behind a watching head the lock is
  * saturated, and sleeping there is the restriction (step 3).  Not after a
  * rest: the rester queues, so that the two threads take turns (step 4).
+ * Not on a lock that the hint says is saturated, or that no head has
+ * watched yet.
  */
-static bool prespin_pays(const struct ts_config *cfg, uint32_t word, bool rested)
+static bool prespin_pays(const struct ts_config *cfg, uint32_t word, bool rested, uint32_t hash)
 {
 	return cfg->prespin_us != 0 && cfg->wait != TS_WAIT_SPIN && !rested &&
 	       !strict_fifo(cfg, word) && ts_is_held(word) && ts_queued(word) != 0 &&
-	       !(word & TS_WATCHING);
+	       !(word & TS_WATCHING) && lock_left_free_between_acquisitions(hash);
 }
 
 /*
@@ -805,7 +860,7 @@ static __attribute__((noinline)) void lock_queued(ts_word_t *lock, uint32_t word
 	for (;;) {
 		if (try_steal(cfg, lock, &word))
 			break;
-		if (!prespun && prespin_pays(cfg, word, rested)) {
+		if (!prespun && prespin_pays(cfg, word, rested, hash)) {
 			prespun = true;
 			stats_wait_begins_outside(&w, &wait_timed);
 			prespin(cfg, lock, &word);

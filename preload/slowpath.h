@@ -12,4 +12,20 @@
 #include "options.h"
 #include "ticket_lock.h"
 
+#include <stdint.h>
+
+/*
+ * Slots of the table that remembers, by lock hash, how often each lock's
+ * last watching head was bypassed (slowpath.c, step 7).
+ */
+#define TS_HEAD_BYPASSED_SLOTS 64u
+/* A head bypassed this often or more watched a saturated lock: no spin before queueing. */
+#define TS_PRESPIN_MAX_BYPASSED 4u
+
+/*
+ * How many steals the last head that watched @lock (or a lock sharing its
+ * slot) let pass before it took it, plus one; 0 when no head has watched.
+ */
+uint32_t ts_head_bypassed(const void *lock);
+
 #endif

@@ -45,10 +45,11 @@
  *    and only by a waiter that takes the lock in the same operation because
  *    the head did not for TS_ESCAPE_NS (it is not running).  A thread that
  *    steals past a queue of two or more whose head does not watch yields
- *    its CPU once every TICKET_TURN_US (the turn), holding nothing.  With
- *    TICKET_PRESPIN_US set, a thread that finds the lock held past a queue
- *    whose head does not watch spins up to that long for it to come free,
- *    holding nothing, and steals it then, before it draws a ticket.
+ *    its CPU once every TICKET_TURN_US (the turn), holding nothing.  A
+ *    thread that finds the lock held past a queue whose head does not
+ *    watch, on a lock whose last watching head was seldom bypassed, spins
+ *    up to TICKET_PRESPIN_US for it to come free, holding nothing, and
+ *    steals it then, before it draws a ticket.
  *
  * Invariants:
  *  I1 at most one thread holds the lock: the one whose atomic operation

@@ -1,6 +1,6 @@
 /* The configurations every lock test runs under: each delay mode of the seed
- * series, each delay table, each waiting policy, and the opt-in spin before
- * queueing. */
+ * series, each delay table, each waiting policy, and the default park
+ * without the spin before queueing. */
 #ifndef TICKETSPIN_TEST_MODES_H
 #define TICKETSPIN_TEST_MODES_H
 
@@ -13,7 +13,7 @@
 	X(auto_single, MODE_ENV("TICKET_DELAY=auto", "TICKET_DELAY_TABLE=single"))        \
 	X(auto_yield, MODE_ENV("TICKET_DELAY=auto", "TICKET_WAIT=yield"))                 \
 	X(auto_park, MODE_ENV("TICKET_DELAY=auto", "TICKET_WAIT=park", "TICKET_SPIN=50")) \
-	X(auto_prespin, MODE_ENV("TICKET_DELAY=auto", "TICKET_PRESPIN_US=3"))             \
+	X(auto_no_prespin, MODE_ENV("TICKET_DELAY=auto", "TICKET_PRESPIN_US=0"))          \
 	X(defaults, MODE_ENV("TICKET_DELAY="))
 
 #endif

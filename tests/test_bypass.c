@@ -16,8 +16,10 @@
  *    a queue of one, not with TICKET_TURN_US=0, not with TICKET_WAIT=spin.
  *  - a thread that finds the lock held past a queue whose head does not
  *    watch spins outside the queue up to TICKET_PRESPIN_US and steals it
- *    when it comes free; not behind a watching head, not with
- *    TICKET_PRESPIN_US=0.
+ *    when it comes free, if the lock's last watching head was bypassed
+ *    fewer than TS_PRESPIN_MAX_BYPASSED times; not behind a watching head,
+ *    not before any head has watched, not after a head bypassed that often,
+ *    not with TICKET_PRESPIN_US=0.
  * And strict FIFO (TICKET_QUEUE=0) steals nothing.
  */
 #include <criterion/criterion.h>
@@ -31,6 +33,7 @@
 
 #include "options.h"
 #include "parking.h"
+#include "slowpath.h"
 #include "ticket_lock.h"
 
 static ts_word_t word __attribute__((aligned(64)));
@@ -334,22 +337,70 @@ static struct hold_report hold_while_one_arrives(uint32_t queue, uint64_t hold_m
 	return r;
 }
 
+static void *lock_once_thread(void *arg)
+{
+	(void)arg;
+	ts_lock(&word, NULL);
+	cr_assert(ts_unlock(&word));
+	return NULL;
+}
+
+/*
+ * Step 7's hint, set by a real head: we hold the lock, another thread
+ * queues at the front of the empty queue and watches; we count @bypassed
+ * steals in the word, as that many stealers would have, and release; the
+ * head takes the lock, and the library notes how often it was bypassed.  A
+ * head that slept instead of watching (it lost its CPU) notes nothing: tried
+ * again.  Leaves the lock idle.
+ */
+static void a_watching_head_takes_after(uint32_t bypassed)
+{
+	for (int attempt = 0; attempt < 50; attempt++) {
+		uint64_t start = ts_now_ns();
+		pthread_t tid;
+		uint32_t seen;
+
+		__atomic_store_n(&word, TS_LOCKED, __ATOMIC_RELEASE);
+		cr_assert_eq(pthread_create(&tid, NULL, lock_once_thread, NULL), 0);
+		do {
+			seen = __atomic_load_n(&word, __ATOMIC_ACQUIRE);
+		} while (!(ts_queued(seen) == 1 && (seen & TS_WATCHING)) &&
+		         ts_now_ns() - start < 100000000u);
+		while ((seen & TS_WATCHING) &&
+		       !__atomic_compare_exchange_n(&word, &seen,
+		                                    (seen & ~TS_BYPASS_MASK) |
+		                                            (bypassed << TS_BYPASS_SHIFT),
+		                                    false, __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+			;
+		cr_assert(ts_unlock(&word));
+		cr_assert_eq(pthread_join(tid, NULL), 0);
+		cr_assert_eq(__atomic_load_n(&word, __ATOMIC_ACQUIRE), 0);
+		if (ts_head_bypassed(&word) == bypassed + 1u)
+			return;
+	}
+	cr_assert_fail("no head watched the lock in 50 attempts (hint %u)", ts_head_bypassed(&word));
+}
+
 /*
  * Held, past two ghost tickets whose head does not watch (woken, say, and
- * not running): the arrival spins outside the queue (here up to 100 ms, so
- * that our 20 ms of holding fall within it) and steals the lock at its
- * release, drawing no ticket and never sleeping.  Without the spin it would
- * queue behind the ghosts and sleep.  (Not judged if we lost our CPU for
- * most of the 100 ms: the arrival then queued, as it should.)
+ * not running), on a lock whose last watching head was bypassed fewer than
+ * TS_PRESPIN_MAX_BYPASSED times (the lock came free between acquisitions):
+ * the arrival spins outside the queue (here up to 100 ms, so that our 20 ms
+ * of holding fall within it) and steals the lock at its release, drawing no
+ * ticket and never sleeping.  Without the spin it would queue behind the
+ * ghosts and sleep.  (Not judged if we lost our CPU for most of the 100 ms:
+ * the arrival then queued, as it should.)
  */
 Test(bypass, an_arrival_behind_a_head_that_does_not_watch_spins_and_steals, .timeout = 10)
 {
 	struct arrival a = { 0 };
-	uint64_t sleeps = sleeps_so_far();
+	uint64_t sleeps;
 	struct hold_report r;
 
 	setenv("TICKET_PRESPIN_US", "100000", 1);
 	cr_assert_eq(ts_config()->prespin_us, 100000u);
+	a_watching_head_takes_after(TS_PRESPIN_MAX_BYPASSED - 1u);
+	sleeps = sleeps_so_far();
 	r = hold_while_one_arrives(2u << TS_NEXT_SHIFT, 20, &a);
 	if (r.held_ns >= 90000000u)
 		cr_skip_test("held %llu ms: longer than the spin", (unsigned long long)(r.held_ns / 1000000u));
@@ -379,6 +430,7 @@ Test(bypass, no_spin_outside_the_queue_with_ticket_prespin_us_0, .timeout = 10)
 {
 	setenv("TICKET_PRESPIN_US", "0", 1);
 	cr_assert_eq(ts_config()->prespin_us, 0u);
+	a_watching_head_takes_after(0);
 	an_arrival_queues_at_once(2u << TS_NEXT_SHIFT);
 }
 
@@ -390,7 +442,34 @@ Test(bypass, no_spin_outside_the_queue_behind_a_watching_head, .timeout = 10)
 {
 	setenv("TICKET_PRESPIN_US", "100000", 1);
 	cr_assert_eq(ts_config()->prespin_us, 100000u);
+	a_watching_head_takes_after(0);
 	an_arrival_queues_at_once(ghost_watching_head());
+}
+
+/*
+ * No head has watched the lock yet: nothing says it comes free between
+ * acquisitions, and the arrival queues at once behind the ghosts.
+ */
+Test(bypass, no_spin_outside_the_queue_before_a_head_has_watched, .timeout = 10)
+{
+	setenv("TICKET_PRESPIN_US", "100000", 1);
+	cr_assert_eq(ts_config()->prespin_us, 100000u);
+	cr_assert_eq(ts_head_bypassed(&word), 0u);
+	an_arrival_queues_at_once(2u << TS_NEXT_SHIFT);
+}
+
+/*
+ * The lock's last watching head was bypassed TS_PRESPIN_MAX_BYPASSED times:
+ * the lock was saturated (at 8 threads with little work between
+ * acquisitions the spinners took it in the bursts the restriction leaves to
+ * one thread), and the arrival queues at once.
+ */
+Test(bypass, no_spin_outside_the_queue_after_a_head_bypassed_as_often_as_the_gate, .timeout = 10)
+{
+	setenv("TICKET_PRESPIN_US", "100000", 1);
+	cr_assert_eq(ts_config()->prespin_us, 100000u);
+	a_watching_head_takes_after(TS_PRESPIN_MAX_BYPASSED);
+	an_arrival_queues_at_once(2u << TS_NEXT_SHIFT);
 }
 
 struct taker {

@@ -39,7 +39,7 @@ Test(config, defaults)
 	cr_assert_eq(cfg.queue_capacity, 127);
 	cr_assert_eq(cfg.rest_us, 500);
 	cr_assert_eq(cfg.turn_us, 500);
-	cr_assert_eq(cfg.prespin_us, 0);
+	cr_assert_eq(cfg.prespin_us, 3);
 	cr_assert(!cfg.strict && !cfg.verbose);
 }
 
