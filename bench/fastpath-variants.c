@@ -61,6 +61,17 @@ static __attribute__((noinline)) int spin_then_take(pthread_spinlock_t *lock)
 			return 0;
 	}
 }
+
+/* ticketspin's fast path: a compare-and-swap from free. */
+static inline int lock_by_cas(pthread_spinlock_t *lock)
+{
+	int expected = FREE;
+
+	if (__atomic_compare_exchange_n(lock, &expected, HELD, 0, __ATOMIC_ACQUIRE,
+	                                __ATOMIC_RELAXED))
+		return 0;
+	return spin_then_take(lock);
+}
 #endif
 
 API int pthread_spin_init(pthread_spinlock_t *lock, int pshared)
@@ -96,13 +107,8 @@ API int pthread_spin_lock(pthread_spinlock_t *lock)
 	return spin_then_take(lock);
 #elif defined(XCHG_BYTE)
 #ifdef VARIANT_XCHG_BYTE_MODE
-	if (__builtin_expect(strict_mode, 0)) {
-		int expected = FREE;
-		if (__atomic_compare_exchange_n(lock, &expected, HELD, 0, __ATOMIC_ACQUIRE,
-		                                __ATOMIC_RELAXED))
-			return 0;
-		return spin_then_take(lock);
-	}
+	if (__builtin_expect(strict_mode, 0))
+		return lock_by_cas(lock);
 #endif
 	if (__atomic_exchange_n((uint8_t *)lock, HELD, __ATOMIC_ACQUIRE) == FREE) {
 #ifdef VARIANT_XCHG_BYTE_LOAD
@@ -118,12 +124,7 @@ API int pthread_spin_lock(pthread_spinlock_t *lock)
 		return 0;
 	return spin_then_take(lock);
 #else
-	int expected = FREE;
-
-	if (__atomic_compare_exchange_n(lock, &expected, HELD, 0, __ATOMIC_ACQUIRE,
-	                                __ATOMIC_RELAXED))
-		return 0;
-	return spin_then_take(lock);
+	return lock_by_cas(lock);
 #endif
 }
 
