@@ -337,14 +337,6 @@ static struct hold_report hold_while_one_arrives(uint32_t queue, uint64_t hold_m
 	return r;
 }
 
-static void *lock_once_thread(void *arg)
-{
-	(void)arg;
-	ts_lock(&word, NULL);
-	cr_assert(ts_unlock(&word));
-	return NULL;
-}
-
 /*
  * Step 7's hint, set by a real head: we hold the lock, another thread
  * queues at the front of the empty queue and watches; we count @bypassed
@@ -357,11 +349,11 @@ static void a_watching_head_takes_after(uint32_t bypassed)
 {
 	for (int attempt = 0; attempt < 50; attempt++) {
 		uint64_t start = ts_now_ns();
-		pthread_t tid;
+		struct arrival head = { 0 };
 		uint32_t seen;
 
 		__atomic_store_n(&word, TS_LOCKED, __ATOMIC_RELEASE);
-		cr_assert_eq(pthread_create(&tid, NULL, lock_once_thread, NULL), 0);
+		cr_assert_eq(pthread_create(&head.tid, NULL, arrival_thread, &head), 0);
 		do {
 			seen = __atomic_load_n(&word, __ATOMIC_ACQUIRE);
 		} while (!(ts_queued(seen) == 1 && (seen & TS_WATCHING)) &&
@@ -373,7 +365,7 @@ static void a_watching_head_takes_after(uint32_t bypassed)
 		                                    false, __ATOMIC_RELAXED, __ATOMIC_RELAXED))
 			;
 		cr_assert(ts_unlock(&word));
-		cr_assert_eq(pthread_join(tid, NULL), 0);
+		cr_assert_eq(pthread_join(head.tid, NULL), 0);
 		cr_assert_eq(__atomic_load_n(&word, __ATOMIC_ACQUIRE), 0);
 		if (ts_head_bypassed(&word) == bypassed + 1u)
 			return;
