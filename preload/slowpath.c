@@ -360,6 +360,7 @@ enum how_taken {
  * it.  A hint: a stale or shared value costs a spin or a sleep, never a
  * bound.
  */
+#define TS_HEAD_BYPASSED_SLOTS 64u
 static uint8_t head_bypassed_by_lock[TS_HEAD_BYPASSED_SLOTS] __attribute__((aligned(64)));
 
 static uint8_t *head_bypassed_slot(uint32_t hash)
@@ -367,19 +368,24 @@ static uint8_t *head_bypassed_slot(uint32_t hash)
 	return &head_bypassed_by_lock[hash % TS_HEAD_BYPASSED_SLOTS];
 }
 
+/* Relaxed: a hint, read with no other access ordered after it. */
+static uint32_t head_bypassed(uint32_t hash)
+{
+	return __atomic_load_n(head_bypassed_slot(hash), __ATOMIC_RELAXED);
+}
+
 static void note_head_bypassed(uint32_t hash, uint32_t bypassed)
 {
 	uint8_t *slot = head_bypassed_slot(hash);
 	uint8_t value = (uint8_t)(bypassed + 1u);
 
-	/* Relaxed: a hint, read with no other access ordered after it. */
-	if (__atomic_load_n(slot, __ATOMIC_RELAXED) != value)
+	if (head_bypassed(hash) != value)
 		__atomic_store_n(slot, value, __ATOMIC_RELAXED);
 }
 
 uint32_t ts_head_bypassed(const void *lock)
 {
-	return __atomic_load_n(head_bypassed_slot(ts_lock_hash(lock)), __ATOMIC_RELAXED);
+	return head_bypassed(ts_lock_hash(lock));
 }
 
 /*
@@ -709,7 +715,7 @@ static void wait_outside(struct waiter *w, uint32_t *word)
  */
 static bool lock_left_free_between_acquisitions(uint32_t hash)
 {
-	uint32_t seen = __atomic_load_n(head_bypassed_slot(hash), __ATOMIC_RELAXED);
+	uint32_t seen = head_bypassed(hash);
 
 	return seen != 0 && seen - 1u < TS_PRESPIN_MAX_BYPASSED;
 }

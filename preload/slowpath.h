@@ -14,11 +14,6 @@
 
 #include <stdint.h>
 
-/*
- * Slots of the table that remembers, by lock hash, how often each lock's
- * last watching head was bypassed (slowpath.c, step 7).
- */
-#define TS_HEAD_BYPASSED_SLOTS 64u
 /* A head bypassed this often or more watched a saturated lock: no spin before queueing. */
 #define TS_PRESPIN_MAX_BYPASSED 4u
 
