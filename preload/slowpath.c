@@ -870,6 +870,7 @@ static __attribute__((noinline)) void lock_queued(ts_word_t *lock, uint32_t word
 			prespun = true;
 			stats_wait_begins_outside(&w, &wait_timed);
 			prespin(cfg, lock, &word);
+			w.st.spins = 1;
 			continue;
 		}
 		if (!rest_decided && must_rest(cfg, word)) {

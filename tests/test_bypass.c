@@ -38,6 +38,8 @@
 
 static ts_word_t word __attribute__((aligned(64)));
 
+#include "arrivals.h"
+
 /* A queue of one ticket (0), whose waiter watches and will never look again. */
 static uint32_t ghost_watching_head(void)
 {
@@ -268,109 +270,11 @@ Test(bypass, no_turn_with_ticket_wait_spin, .timeout = 10)
 	cr_assert_eq(steal_past_ghosts_for(2, 10, &elapsed_ns), 0);
 }
 
-/* A thread that takes the lock once, and what it saw while it held it. */
-struct arrival {
-	pthread_t tid;
-	volatile int arrived;
-	volatile uint32_t held_word;
-};
-
-static void *arrival_thread(void *arg)
-{
-	struct arrival *a = arg;
-
-	a->arrived = 1;
-	ts_lock(&word, NULL);
-	a->held_word = __atomic_load_n(&word, __ATOMIC_RELAXED);
-	cr_assert(ts_unlock(&word));
-	return NULL;
-}
-
 static uint64_t sleeps_so_far(void)
 {
 	struct ts_sleep_counts counts = counts_so_far();
 
 	return counts.woken + counts.timed_out;
-}
-
-/* What a lock by another thread did while we held the lock. */
-struct hold_report {
-	uint32_t most_queued; /* the most tickets seen in the queue */
-	uint64_t held_ns;     /* from its arrival to our release */
-	uint64_t cpu_ns;      /* its CPU time when we stopped watching */
-};
-
-/*
- * We hold the lock over a ghost queue @queue (held | @queue); another thread
- * arrives and locks it.  We watch the word until the arrival's ticket shows
- * or @hold_ms pass, then release, and it gets the lock one way or another.
- * Its CPU time tells a spin from a prompt ticket whatever the scheduler did.
- */
-static struct hold_report hold_while_one_arrives(uint32_t queue, uint64_t hold_ms,
-                                                 struct arrival *a)
-{
-	struct hold_report r = { 0 };
-	struct timespec cpu;
-	clockid_t clock;
-	uint64_t start;
-
-	__atomic_store_n(&word, queue | TS_LOCKED, __ATOMIC_RELEASE);
-	cr_assert_eq(pthread_create(&a->tid, NULL, arrival_thread, a), 0);
-	cr_assert_eq(pthread_getcpuclockid(a->tid, &clock), 0);
-	while (!a->arrived)
-		sched_yield();
-	start = ts_now_ns();
-	while (ts_now_ns() - start < hold_ms * 1000000u) {
-		uint32_t queued = ts_queued(__atomic_load_n(&word, __ATOMIC_RELAXED));
-
-		if (queued > r.most_queued)
-			r.most_queued = queued;
-		if (queued > ts_queued(queue))
-			break; /* its ticket */
-		usleep(100);
-	}
-	cr_assert_eq(clock_gettime(clock, &cpu), 0);
-	r.cpu_ns = (uint64_t)cpu.tv_sec * 1000000000u + (uint64_t)cpu.tv_nsec;
-	r.held_ns = ts_now_ns() - start;
-	cr_assert(ts_unlock(&word));
-	cr_assert_eq(pthread_join(a->tid, NULL), 0);
-	return r;
-}
-
-/*
- * Step 7's hint, set by a real head: we hold the lock, another thread
- * queues at the front of the empty queue and watches; we count @bypassed
- * steals in the word, as that many stealers would have, and release; the
- * head takes the lock, and the library notes how often it was bypassed.  A
- * head that slept instead of watching (it lost its CPU) notes nothing: tried
- * again.  Leaves the lock idle.
- */
-static void a_watching_head_takes_after(uint32_t bypassed)
-{
-	for (int attempt = 0; attempt < 50; attempt++) {
-		uint64_t start = ts_now_ns();
-		struct arrival head = { 0 };
-		uint32_t seen;
-
-		__atomic_store_n(&word, TS_LOCKED, __ATOMIC_RELEASE);
-		cr_assert_eq(pthread_create(&head.tid, NULL, arrival_thread, &head), 0);
-		do {
-			seen = __atomic_load_n(&word, __ATOMIC_ACQUIRE);
-		} while (!(ts_queued(seen) == 1 && (seen & TS_WATCHING)) &&
-		         ts_now_ns() - start < 100000000u);
-		while ((seen & TS_WATCHING) &&
-		       !__atomic_compare_exchange_n(&word, &seen,
-		                                    (seen & ~TS_BYPASS_MASK) |
-		                                            (bypassed << TS_BYPASS_SHIFT),
-		                                    false, __ATOMIC_RELAXED, __ATOMIC_RELAXED))
-			;
-		cr_assert(ts_unlock(&word));
-		cr_assert_eq(pthread_join(head.tid, NULL), 0);
-		cr_assert_eq(__atomic_load_n(&word, __ATOMIC_ACQUIRE), 0);
-		if (ts_head_bypassed(&word) == bypassed + 1u)
-			return;
-	}
-	cr_assert_fail("no head watched the lock in 50 attempts (hint %u)", ts_head_bypassed(&word));
 }
 
 /*
