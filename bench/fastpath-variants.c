@@ -20,10 +20,15 @@
  *   -DVARIANT_XCHG_BYTE       nothing else
  *   -DVARIANT_XCHG_BYTE_LOAD  the lock then loads the word, to refuse a free
  *                             lock with a queue behind it
+ *   -DVARIANT_XCHG_BYTE_LOAD_HI  the lock then loads the upper half alone
+ *                             (where the tickets are), which does not
+ *                             overlap the byte just exchanged
  *   -DVARIANT_XCHG_BYTE_MODE  the lock first tests a process-wide flag (a
  *                             strict-FIFO mode would take the
  *                             compare-and-swap path instead)
- * and two other read-modify-writes that take a free lock without refusing
+ * and -DVARIANT_CAS8_LOAD_HI: a compare-and-swap of the lock byte alone
+ * from free (flags in a held lock byte stay), then the XCHG_BYTE_LOAD_HI
+ * load; and two other read-modify-writes that take a free lock without refusing
  * it, with ticketspin's unlock: -DVARIANT_BTS (lock bts of the held bit,
  * which would leave flags in the lock byte intact) and -DVARIANT_XADD
  * (fetch-add of the held bit, taken when the word was 0).
@@ -34,7 +39,8 @@
 
 #define API __attribute__((visibility("default")))
 
-#if defined(VARIANT_XCHG_BYTE) || defined(VARIANT_XCHG_BYTE_LOAD) || defined(VARIANT_XCHG_BYTE_MODE)
+#if defined(VARIANT_XCHG_BYTE) || defined(VARIANT_XCHG_BYTE_LOAD) ||                              \
+	defined(VARIANT_XCHG_BYTE_LOAD_HI) || defined(VARIANT_XCHG_BYTE_MODE)
 #define XCHG_BYTE 1
 #define FLAGS_OUTSIDE_LOCK_BYTE 0xe000u
 /* a process-wide mode, as a strict-FIFO setting would be; never set here */
@@ -116,6 +122,20 @@ API int pthread_spin_lock(pthread_spinlock_t *lock)
 		                     0))
 			return spin_then_take(lock);
 #endif
+#ifdef VARIANT_XCHG_BYTE_LOAD_HI
+		if (__builtin_expect(__atomic_load_n((uint16_t *)lock + 1, __ATOMIC_RELAXED) != 0, 0))
+			return spin_then_take(lock);
+#endif
+		return 0;
+	}
+	return spin_then_take(lock);
+#elif defined(VARIANT_CAS8_LOAD_HI)
+	uint8_t expected = FREE;
+
+	if (__atomic_compare_exchange_n((uint8_t *)lock, &expected, HELD, 0, __ATOMIC_ACQUIRE,
+	                                __ATOMIC_RELAXED)) {
+		if (__builtin_expect(__atomic_load_n((uint16_t *)lock + 1, __ATOMIC_RELAXED) != 0, 0))
+			return spin_then_take(lock);
 		return 0;
 	}
 	return spin_then_take(lock);
@@ -136,7 +156,8 @@ API int pthread_spin_trylock(pthread_spinlock_t *lock)
 	                                   __ATOMIC_RELAXED) ? 0 : EBUSY;
 }
 
-#if defined(VARIANT_CAS_BYTE) || defined(XCHG_BYTE) || defined(VARIANT_BTS) || defined(VARIANT_XADD)
+#if defined(VARIANT_CAS_BYTE) || defined(XCHG_BYTE) || defined(VARIANT_BTS) ||                   \
+	defined(VARIANT_XADD) || defined(VARIANT_CAS8_LOAD_HI)
 static __attribute__((noinline)) int unlock_flagged(pthread_spinlock_t *lock)
 {
 	__atomic_store_n(lock, FREE, __ATOMIC_RELEASE);
@@ -152,7 +173,8 @@ API int pthread_spin_unlock(pthread_spinlock_t *lock)
 	if (__builtin_expect(word & FLAGS_OUTSIDE_LOCK_BYTE, 0))
 		return unlock_flagged(lock);
 	__atomic_store_n((uint8_t *)lock, FREE, __ATOMIC_RELEASE);
-#elif defined(VARIANT_CAS_BYTE) || defined(VARIANT_BTS) || defined(VARIANT_XADD)
+#elif defined(VARIANT_CAS_BYTE) || defined(VARIANT_BTS) || defined(VARIANT_XADD) ||              \
+	defined(VARIANT_CAS8_LOAD_HI)
 	uint32_t word = __atomic_load_n((uint32_t *)lock, __ATOMIC_RELAXED);
 
 	if ((uint8_t)word != HELD)

@@ -17,7 +17,7 @@ command -v ucx_perftest >/dev/null || { echo "ucx-hotpath: ucx_perftest not foun
 command -v "$cc" >/dev/null || { echo "ucx-hotpath: no C compiler ($cc)"; exit 2; }
 tmp=$(mktemp -d) || exit 2
 trap 'rm -rf "$tmp"' EXIT
-variants="GLIBC XCHG CAS CAS_BYTE XCHG_BYTE XCHG_BYTE_LOAD XCHG_BYTE_MODE BTS XADD"
+variants="GLIBC XCHG CAS CAS_BYTE XCHG_BYTE XCHG_BYTE_LOAD XCHG_BYTE_LOAD_HI XCHG_BYTE_MODE CAS8_LOAD_HI BTS XADD"
 for v in $variants; do
 	"$cc" -O2 -fPIC -shared -D"VARIANT_$v" -o "$tmp/$v.so" "$here/fastpath-variants.c" ||
 		{ echo "ucx-hotpath: building the $v stand-in failed"; exit 2; }
