@@ -44,7 +44,7 @@ enum ts_misuse_kind {
  * it, ts_misuse_suspect_word() compares with the number of threads on the
  * system (one sysinfo(2) call).  A line this long on one lock is itself rare.
  */
-#define TS_MISUSE_AHEAD_CHEAP 64u
+#define TS_MISUSE_AHEAD_CHEAP 32u
 
 /* @word: the lock word as the unlock found it (free). */
 void ts_misuse_unlock_unheld(const void *lock, uint32_t word, const void *caller);

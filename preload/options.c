@@ -246,7 +246,7 @@ static const struct ts_option options[] = {
 	{ "TICKET_DELAY_HASH_BITS", "an integer 0..6", parse_hash_bits },
 	{ "TICKET_WAIT", "spin, yield or park", parse_wait },
 	{ "TICKET_SPIN", "an integer 1..100000000", parse_spin },
-	{ "TICKET_QUEUE", "0 (strict FIFO) or an integer 2..127", parse_queue },
+	{ "TICKET_QUEUE", "0 (strict FIFO) or an integer 2..63", parse_queue },
 	{ "TICKET_BYPASS", "0 (strict FIFO) or an integer 1..63", parse_bypass },
 	{ "TICKET_REST_US", "0 (never rest) or microseconds 1..100000", parse_rest_us },
 	{ "TICKET_TURN_US", "0 (never yield) or microseconds 1..100000", parse_turn_us },

@@ -311,20 +311,33 @@ bool ts_trylock_slow(ts_word_t *lock, uint32_t seen)
 	return try_steal(ts_config(), lock, &seen);
 }
 
-bool ts_unlock_slow(ts_word_t *lock, uint32_t word)
+/*
+ * Releases the lock we hold, last seen as @word, and serves the requests
+ * the word carried (a compare-and-swap clears them with the lock byte: a
+ * byte store would leave them).  The unlock's slow path, and the give-back
+ * of a lock our exchange took that we may not keep.
+ */
+static void release(ts_word_t *lock, uint32_t word)
 {
-	if (!ts_is_held(word))
-		return false; /* no one holds the lock */
 	/* RELEASE pairs with the next holder's ACQUIRE, as in ts_unlock(). */
-	__atomic_store_n(ts_lock_byte_of(lock), 0, __ATOMIC_RELEASE);
+	while (!__atomic_compare_exchange_n(lock, &word, word & ~(TS_LOCK_BYTE | TS_REQUESTS), false,
+	                                    __ATOMIC_RELEASE, __ATOMIC_RELAXED))
+		;
 	/*
 	 * The head cannot change while we hold the lock (only a taker moves it,
 	 * and the lock byte was ours): @word names the waiter to wake.
 	 */
-	if (ts_lock_byte(word) & (TS_WAKE_HEAD | TS_WAKE_NEXT))
+	if (word & (TS_WAKE_HEAD | TS_WAKE_NEXT))
 		ts_wake_ticket(lock, ts_lock_hash(lock), word, ts_head(word));
-	if (ts_lock_byte(word) & TS_STATS_DUE)
+	if (word & TS_STATS_DUE)
 		ts_stats_after_unlock();
+}
+
+bool ts_unlock_slow(ts_word_t *lock, uint32_t word)
+{
+	if (!ts_is_held(word))
+		return false; /* no one holds the lock */
+	release(lock, word);
 	return true;
 }
 
@@ -396,7 +409,8 @@ uint32_t ts_head_bypassed(const void *lock)
 static bool take_as_head(struct waiter *w, uint8_t ticket, uint32_t *word)
 {
 	uint32_t behind = ts_tickets_between(ticket, ts_next(*word)) - 1u;
-	uint32_t taken = with_head(*word, ticket + 1u) & ~(TS_WATCHING | TS_BYPASS_MASK);
+	uint32_t taken = with_head(*word, ticket + 1u) &
+	                 ~(TS_WATCHING | TS_BYPASS_MASK | TS_WAKE_HEAD); /* ours: we run */
 
 	taken = (taken & ~TS_LOCK_BYTE) | TS_LOCKED;
 	if (behind == 0)
@@ -921,12 +935,67 @@ static __attribute__((noinline)) void lock_queued(ts_word_t *lock, uint32_t word
 	}
 }
 
-int ts_lock_slow(ts_word_t *lock, uint32_t seen, const void *caller)
+/*
+ * Our exchange took the free lock of @lock, with a queue behind it: keep it
+ * if a thread holding no ticket may take it now (may_steal(), judged on the
+ * word as it would be free, and counted in it as stolen() counts), else give
+ * it back as an unlock would, before any critical section.  True if we keep
+ * it; else @*word is the word after the give-back.  With our turn over we
+ * give it back too: ts_lock_slow() yields holding nothing.
+ */
+static bool keep_or_give_back(const struct ts_config *cfg, ts_word_t *lock, uint32_t *word)
+{
+	uint32_t seen = __atomic_load_n(lock, __ATOMIC_RELAXED);
+
+	for (;;) {
+		uint32_t as_free = seen & ~TS_LOCK_BYTE;
+
+		if (!turn.yield_due && may_steal(cfg, as_free)) {
+			uint32_t kept = stolen(as_free);
+
+			/* Relaxed: the exchange acquired the lock; this only counts. */
+			if (kept == seen || __atomic_compare_exchange_n(lock, &seen, kept, false,
+			                                                __ATOMIC_RELAXED,
+			                                                __ATOMIC_RELAXED)) {
+				turn_count_steal(cfg, lock, as_free);
+				return true;
+			}
+			continue;
+		}
+		release(lock, seen);
+		*word = __atomic_load_n(lock, __ATOMIC_RELAXED);
+		return false;
+	}
+}
+
+/* TICKET_STATS: a steal, taken at once. */
+static void stats_record_steal(ts_word_t *lock, const void *caller, bool yielded)
+{
+	struct ts_wait_stats st = { .borrows = 1, .yields = yielded };
+
+	ts_stats_wait_begin(&st, true);
+	stats_record(lock, 0, caller, &st, 0);
+}
+
+int ts_lock_slow(ts_word_t *lock, uint8_t was, const void *caller)
 {
 	const struct ts_config *cfg = ts_config();
-	uint32_t word = seen;
+	uint32_t word;
 	bool yielded = false;
 
+	if (!(was & TS_LOCKED)) {
+		if (keep_or_give_back(cfg, lock, &word)) {
+			if (__builtin_expect(cfg->stats != NULL, 0))
+				stats_record_steal(lock, caller, false);
+			return 0;
+		}
+	} else {
+		word = __atomic_load_n(lock, __ATOMIC_RELAXED);
+		/* The byte our exchange replaced is the lock's own: judge it (misuse.c). */
+		if (__builtin_expect(ts_byte_is_foreign(was), 0))
+			(void)ts_misuse_suspect_word(lock, (word & ~TS_LOCK_BYTE) | was, ts_next(word),
+			                             caller);
+	}
 	if (__builtin_expect(turn.yield_due, 0))
 		yielded = turn_end(cfg, lock, &word);
 	/*
@@ -934,12 +1003,8 @@ int ts_lock_slow(ts_word_t *lock, uint32_t seen, const void *caller)
 	 * acquisition.
 	 */
 	if (try_steal(cfg, lock, &word)) {
-		if (__builtin_expect(cfg->stats != NULL, 0)) {
-			struct ts_wait_stats st = { .borrows = 1, .yields = yielded };
-
-			ts_stats_wait_begin(&st, true);
-			stats_record(lock, 0, caller, &st, 0);
-		}
+		if (__builtin_expect(cfg->stats != NULL, 0))
+			stats_record_steal(lock, caller, yielded);
 		return 0;
 	}
 	lock_queued(lock, word, caller, yielded);

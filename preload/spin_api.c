@@ -61,11 +61,11 @@ TS_EXPORT int pthread_spin_destroy(pthread_spinlock_t *lock)
 /* No frame on the fast path: the slow path is a tail call. */
 TS_EXPORT int pthread_spin_lock(pthread_spinlock_t *lock)
 {
-	uint32_t seen;
+	uint8_t was;
 
-	if (__builtin_expect(ts_lock_fast(word_of(lock), &seen), 1))
+	if (__builtin_expect(ts_lock_fast(word_of(lock), &was), 1))
 		return 0;
-	return ts_lock_slow(word_of(lock), seen, __builtin_return_address(0));
+	return ts_lock_slow(word_of(lock), was, __builtin_return_address(0));
 }
 
 TS_EXPORT int pthread_spin_trylock(pthread_spinlock_t *lock)

@@ -5,25 +5,33 @@
  * lock byte, which says who holds the lock, and a ticket queue of the threads
  * waiting for it, which says in which order they get it.
  *
- *   bits  0..7   lock byte: held when TS_LOCKED (bit 4) is set.  Bits 0..3
- *                are never set by us: glibc's unlocked word, 1, is a free
- *                lock here, taken over by its first locker.  While held, the
- *                lock byte carries requests to the unlock: TS_WAKE_HEAD (the head of the queue
- *                sleeps and wants to be woken) and TS_WAKE_NEXT (the waiter
- *                that has just become the head may sleep: wake it), and
- *                TS_STATS_DUE (TICKET_STATS has bookkeeping to do).  Written
- *                by an unlock with a plain byte store (to 0), otherwise only
- *                by atomic read-modify-writes of the whole word.
+ *   bits  0..7   lock byte: held when TS_LOCKED (bit 4) is set, and nothing
+ *                else is ever set in it by us (glibc's unlocked word, 1, is a
+ *                free lock here, taken over by its first locker).  Written by
+ *                the lock's exchange (to TS_LOCKED, held or not), by an
+ *                unlock's plain byte store (to 0), and by atomic
+ *                read-modify-writes of the whole word.
  *   bits  8..13  bypass: acquisitions by threads outside the queue since the
  *                head of the queue began to watch (TS_WATCHING).
  *   bit  14      TS_WATCHING: the head of the queue is running and watching
  *                the lock; stealers count themselves in "bypass", and when it
  *                reaches TICKET_BYPASS they queue instead.
  *   bit  15      TS_SLEEPERS: a waiter in the queue may be asleep.
- *   bits 16..22  head: the ticket at the front of the queue.
- *   bits 24..30  next: the next ticket to hand out.
+ *   bits 16..21  head: the ticket at the front of the queue.
+ *   bit  22      TS_WAKE_HEAD: the head of the queue sleeps and wants the
+ *                next unlock to wake it.
+ *   bit  23      TS_STATS_DUE: TICKET_STATS has bookkeeping for the holder's
+ *                unlock.
+ *   bits 24..29  next: the next ticket to hand out.
+ *   bit  30      TS_WAKE_NEXT: the waiter that has just become the head may
+ *                sleep: the holder's unlock wakes it.
  *   bit  31      TS_SHARED: initialised PTHREAD_PROCESS_SHARED (waiters then
  *                sleep on the word itself, and no one steals; parking.c).
+ *
+ * The three requests to the unlock (TS_WAKE_HEAD, TS_WAKE_NEXT, TS_STATS_DUE)
+ * live outside the lock byte because the lock's exchange overwrites it whole.
+ * The unlock's fast path tests them with the lock byte; its slow path
+ * releases with a compare-and-swap that clears them.
  *
  * Everything but the lock byte changes only by atomic read-modify-writes, so
  * the unlock's byte store cannot lose an update to it.
@@ -32,10 +40,15 @@
  *  - Free is "TS_LOCKED clear".  A thread takes the lock by setting the
  *    lock byte to TS_LOCKED with an atomic operation that saw it clear;
  *    nothing else makes an owner.
- *  - Uncontended: the whole word is 0; lock is one compare-and-swap to
- *    TS_LOCKED, unlock one load and one byte store.
+ *  - Uncontended: the whole word is 0; lock is one exchange of the lock
+ *    byte (to TS_LOCKED) and a load of the tickets (the upper half, which
+ *    the exchange's byte does not overlap: no store forwarding to wait
+ *    for), unlock one load and one byte store.  An exchange that finds the
+ *    lock free holds it, queue or not: with a queue behind, it decides out
+ *    of line whether it may keep it (a steal, bounded as below) or must
+ *    give it back (an unlock with no critical section) and wait.
  *  - Contended: a thread that finds the lock free but the queue not empty
- *    may take it anyway (steal) unless the head is watching and has been
+ *    may keep it (steal) unless the head is watching and has been
  *    bypassed TICKET_BYPASS times already; otherwise it draws a ticket and
  *    queues (stopped by that count, once per acquisition, it first sleeps
  *    TICKET_REST_US holding nothing: the rest; not if its own last rest
@@ -53,15 +66,19 @@
  *
  * Invariants:
  *  I1 at most one thread holds the lock: the one whose atomic operation
- *     set TS_LOCKED; it is clear again only by that thread's unlock.
- *  I2 the tickets in the queue are those from head up to next (mod 2^7), at
+ *     set TS_LOCKED where it was clear; it is clear again only by that
+ *     thread's unlock (or give-back).  An exchange that finds it set changes
+ *     nothing (it writes the byte's only value back).  A thread holding the
+ *     lock enters its critical section only after the steal decision.
+ *  I2 the tickets in the queue are those from head up to next (mod 2^6), at
  *     most TS_QUEUE_CAPACITY of them: each belongs to exactly one waiting
  *     thread; head advances only when that ticket's waiter takes the lock,
  *     next goes back only when the last ticket's waiter takes it.  An empty
  *     queue is head == next == 0: whoever empties it sets both to 0, so that
  *     an idle lock is the all-zero word the fast path expects.
  *  I3 while TS_WATCHING is set, bypass counts the acquisitions by other than
- *     the head, and no steal makes it exceed TICKET_BYPASS.  TS_WATCHING is
+ *     the head (critical sections entered, not exchanges given back), and no
+ *     steal makes it exceed TICKET_BYPASS.  TS_WATCHING is
  *     set only by the head, and cleared by the head's own acquisition, by the
  *     head before it sleeps, and by a waiter that takes the lock because the
  *     watching head left it free for TS_ESCAPE_NS.
@@ -71,8 +88,8 @@
  *
  * Assumptions (the code relies on them silently):
  *  - x86-64: little-endian, total store order, and coherent mixed-size
- *    accesses: the unlock's 8-bit store and the 32-bit atomics act on
- *    overlapping bytes of one word.  C11 does not define mixed-size atomics;
+ *    accesses: the lock's 8-bit exchange, its 16-bit load, the unlock's
+ *    8-bit store and the 32-bit atomics act on bytes of one word.  C11 does not define mixed-size atomics;
  *    GCC and x86 do what the kernel's locks also rely on.
  *  - pthread_spinlock_t is a 4-byte, 4-aligned int (glibc).
  *
@@ -89,9 +106,6 @@ typedef uint32_t __attribute__((may_alias)) ts_word_t;
 typedef uint8_t __attribute__((may_alias)) ts_byte_t;
 
 #define TS_LOCKED       0x10u
-#define TS_WAKE_HEAD    0x20u
-#define TS_WAKE_NEXT    0x40u
-#define TS_STATS_DUE    0x80u /* TICKET_STATS: the unlock folds the record (stats.c) */
 #define TS_LOCK_BYTE    0xffu
 #define TS_BYPASS_SHIFT 8
 #define TS_BYPASS_ONE   (1u << TS_BYPASS_SHIFT)
@@ -100,14 +114,20 @@ typedef uint8_t __attribute__((may_alias)) ts_byte_t;
 #define TS_WATCHING     (1u << 14)
 #define TS_SLEEPERS     (1u << 15)
 #define TS_HEAD_SHIFT   16
+#define TS_WAKE_HEAD    (1u << 22)
+#define TS_STATS_DUE    (1u << 23) /* TICKET_STATS: the unlock folds the record (stats.c) */
 #define TS_NEXT_SHIFT   24
-#define TS_TICKET_BITS  7
+#define TS_WAKE_NEXT    (1u << 30)
+#define TS_REQUESTS     (TS_WAKE_HEAD | TS_WAKE_NEXT | TS_STATS_DUE)
+#define TS_TICKET_BITS  6
 #define TS_TICKET_MASK  ((1u << TS_TICKET_BITS) - 1)
 #define TS_HEAD_ONE     (1u << TS_HEAD_SHIFT)
 #define TS_NEXT_ONE     (1u << TS_NEXT_SHIFT)
 #define TS_HEAD_FIELD   (TS_TICKET_MASK << TS_HEAD_SHIFT)
 #define TS_NEXT_FIELD   (TS_TICKET_MASK << TS_NEXT_SHIFT)
 #define TS_SHARED       (1u << 31)
+/* The ticket fields as the upper half of the word shows them (the lock's load). */
+#define TS_UPPER_TICKETS ((TS_HEAD_FIELD | TS_NEXT_FIELD) >> 16)
 /* Most tickets in the queue at once: one fewer than the ticket space, so a
  * full queue never looks empty.  Threads beyond it wait outside. */
 #define TS_QUEUE_CAPACITY TS_TICKET_MASK
@@ -130,16 +150,21 @@ static inline uint32_t ts_queued(uint32_t word)
 }
 
 /*
- * Bits this library never sets: the low four of the lock byte while it is
- * held (glibc's unlocked word, 1, is a free lock here), and bit 23.  glibc's
- * words for a lock held with waiters (0, -1, -2...: it counts down) have
- * them: a lock also used by code without the preload (a set-user-ID helper,
- * a statically linked program) shows them.
+ * Lock bytes this library never makes: bits 5..7, or bits 0..3 with the lock
+ * held (glibc's unlocked word, 1, is a free lock here).  glibc's words for a
+ * lock held with waiters (0, -1, -2...: it counts down) have them: a lock
+ * also used by code without the preload (a set-user-ID helper, a statically
+ * linked program) shows them.  The lock's exchange returns the byte it
+ * replaced, so the slow path judges that.
  */
-#define TS_RESERVED_BIT (1u << 23)
+static inline bool ts_byte_is_foreign(uint8_t byte)
+{
+	return (byte & 0xe0u) || ((byte & 0x0fu) && (byte & TS_LOCKED));
+}
+
 static inline bool ts_word_is_foreign(uint32_t word)
 {
-	return (word & TS_RESERVED_BIT) || ((word & 0x0fu) && (word & TS_LOCKED));
+	return ts_byte_is_foreign(ts_lock_byte(word));
 }
 
 /* No one holds the lock and no one waits in the queue. */
@@ -153,33 +178,43 @@ static inline ts_byte_t *ts_lock_byte_of(ts_word_t *lock)
 	return (ts_byte_t *)lock; /* little-endian: the low byte comes first */
 }
 
-/*
- * Out of line (slowpath.c): acquire the lock, whose word was @seen when our
- * compare-and-swap failed; acquire ordering.  @caller is the return address
- * of pthread_spin_lock(), for reports.  Returns 0, so that a caller can end
- * with it as a tail call.
- */
-int ts_lock_slow(ts_word_t *lock, uint32_t seen, const void *caller);
-
-/* The fast path: true when the lock was idle and is ours; else @*seen is its word. */
-static inline bool ts_lock_fast(ts_word_t *lock, uint32_t *seen)
+static inline volatile uint16_t *ts_upper_half_of(ts_word_t *lock)
 {
-	*seen = 0;
+	return (volatile uint16_t *)lock + 1; /* little-endian: the tickets' half */
+}
+
+/*
+ * Out of line (slowpath.c): acquire the lock, whose lock byte our exchange
+ * found @was.  With TS_LOCKED clear in @was, the exchange took the lock and
+ * we hold it, with a queue behind it: keep it (a steal) or give it back and
+ * wait.  Otherwise someone else holds it.  Acquire ordering.  @caller is the
+ * return address of pthread_spin_lock(), for reports.  Returns 0, so that a
+ * caller can end with it as a tail call.
+ */
+int ts_lock_slow(ts_word_t *lock, uint8_t was, const void *caller);
+
+/* The fast path: true when the lock was idle and is ours; else @*was is the byte we replaced. */
+static inline bool ts_lock_fast(ts_word_t *lock, uint8_t *was)
+{
 	/*
 	 * ACQUIRE pairs with the RELEASE store in ts_unlock(): the previous
-	 * holder's critical section happens-before ours.
+	 * holder's critical section happens-before ours.  The exchange takes a
+	 * free lock whatever the rest of the word says; the load of the
+	 * tickets after it (which does not overlap the byte written) sends a
+	 * take past a queue out of line, before our critical section.
 	 */
-	return __atomic_compare_exchange_n(lock, seen, TS_LOCKED, false, __ATOMIC_ACQUIRE,
-	                                   __ATOMIC_RELAXED);
+	*was = __atomic_exchange_n(ts_lock_byte_of(lock), TS_LOCKED, __ATOMIC_ACQUIRE);
+	return __builtin_expect(!(*was & TS_LOCKED), 1) &&
+	       __builtin_expect((*ts_upper_half_of(lock) & TS_UPPER_TICKETS) == 0, 1);
 }
 
 static inline void ts_lock(ts_word_t *lock, const void *caller)
 {
-	uint32_t seen;
+	uint8_t was;
 
-	if (__builtin_expect(ts_lock_fast(lock, &seen), 1))
+	if (__builtin_expect(ts_lock_fast(lock, &was), 1))
 		return;
-	ts_lock_slow(lock, seen, caller);
+	ts_lock_slow(lock, was, caller);
 }
 
 /* Out of line: trylock of a word that is not all zero. */
@@ -197,7 +232,10 @@ static inline bool ts_trylock(ts_word_t *lock)
 	return ts_trylock_slow(lock, seen);
 }
 
-/* Out of line (slowpath.c): unlock of a word whose lock byte is not TS_LOCKED. */
+/*
+ * Out of line (slowpath.c): unlock of a word whose lock byte is not
+ * TS_LOCKED or that carries a request to the unlock.
+ */
 bool ts_unlock_slow(ts_word_t *lock, uint32_t word);
 
 /*
@@ -206,16 +244,18 @@ bool ts_unlock_slow(ts_word_t *lock, uint32_t word);
  */
 static inline bool ts_unlock(ts_word_t *lock)
 {
-	/* Only the holder's unlock writes the lock byte: the value we read is ours. */
+	/* Only the holder's unlock clears the lock byte: the value we read is ours. */
 	uint32_t word = __atomic_load_n(lock, __ATOMIC_RELAXED);
 
-	if (__builtin_expect(ts_lock_byte(word) != TS_LOCKED, 0))
+	if (__builtin_expect((word & (TS_LOCK_BYTE | TS_REQUESTS)) != TS_LOCKED, 0))
 		return ts_unlock_slow(lock, word);
 	/*
-	 * RELEASE pairs with the ACQUIRE compare-and-swap of the next holder
-	 * (ts_lock(), slowpath.c): our critical section happens-before its.
-	 * A byte store cannot disturb the queue or the flags, which others
-	 * change meanwhile with atomic operations on the whole word.
+	 * RELEASE pairs with the ACQUIRE exchange or compare-and-swap of the
+	 * next holder (ts_lock(), slowpath.c): our critical section
+	 * happens-before its.  A byte store cannot disturb the queue or the
+	 * requests, which others change meanwhile with atomic operations on the
+	 * whole word; a request set since our load stays in the word for the
+	 * next unlock (parking.c, "Why no lost wake-up").
 	 */
 	__atomic_store_n(ts_lock_byte_of(lock), 0, __ATOMIC_RELEASE);
 	return true;

@@ -221,7 +221,7 @@ static int fifo(int waiters, int rounds, long linger_us, int pshared)
 }
 
 /* wrap: start two tickets before the 7-bit ticket space wraps. */
-#define WRAP_START 126u
+#define WRAP_START 62u
 
 static void *wrap_queuer(void *arg)
 {
@@ -235,8 +235,8 @@ static void *wrap_queuer(void *arg)
 /*
  * With more than one thread, the queue is made to cross the wrap first: the
  * main thread holds the lock, its word set by hand to "held, an empty queue
- * at 126" (an emptied queue restarts at 0, so a steal would not keep it
- * there), until THREADS threads queue for it (tickets 126, 127, 0...), then
+ * at 62" (an emptied queue restarts at 0, so a steal would not keep it
+ * there), until THREADS threads queue for it (tickets 62, 63, 0...), then
  * the hammer runs from wherever that left the word.
  */
 static int wrap(int threads, long n)
@@ -302,7 +302,7 @@ static void *full_arrival(void *arg)
 
 /*
  * Mutual exclusion must not depend on how many wait (issue 18, item 13):
- * with a ticket space of 128, a 128th ticket would make the queue look
+ * with a ticket space of 64, a 64th ticket would make the queue look
  * empty.  The word is set by hand to "held, CAPACITY queued" (CAPACITY
  * threads need not exist for that): one more locker waits outside.
  */

@@ -36,7 +36,7 @@ Test(config, defaults)
 	cr_assert_eq(cfg.bypass_max, TS_BYPASS_MAX);
 	cr_assert_eq(cfg.bypass_max, 63);
 	cr_assert_eq(cfg.queue_capacity, TS_QUEUE_CAPACITY);
-	cr_assert_eq(cfg.queue_capacity, 127);
+	cr_assert_eq(cfg.queue_capacity, 63);
 	cr_assert_eq(cfg.rest_us, 500);
 	cr_assert_eq(cfg.turn_us, 500);
 	cr_assert_eq(cfg.prespin_us, 3);
@@ -73,14 +73,14 @@ Test(config, good_values)
 	/* TICKET_QUEUE=0: strict FIFO (no stealing), the queue's capacity left alone */
 	cr_assert_eq(parse_with("TICKET_QUEUE", "0", &cfg), 0);
 	cr_assert_eq(cfg.bypass_max, 0);
-	cr_assert_eq(cfg.queue_capacity, 127);
+	cr_assert_eq(cfg.queue_capacity, 63);
 	cr_assert_eq(parse_with("TICKET_QUEUE", "2", &cfg), 0);
 	cr_assert_eq(cfg.queue_capacity, 2);
 	cr_assert_eq(cfg.bypass_max, 63);
 	cr_assert_eq(parse_with("TICKET_QUEUE", "5", &cfg), 0);
 	cr_assert_eq(cfg.queue_capacity, 5);
-	cr_assert_eq(parse_with("TICKET_QUEUE", "127", &cfg), 0);
-	cr_assert_eq(cfg.queue_capacity, 127);
+	cr_assert_eq(parse_with("TICKET_QUEUE", "63", &cfg), 0);
+	cr_assert_eq(cfg.queue_capacity, 63);
 	cr_assert_eq(parse_with("TICKET_BYPASS", "0", &cfg), 0);
 	cr_assert_eq(cfg.bypass_max, 0);
 	cr_assert_eq(parse_with("TICKET_BYPASS", "1", &cfg), 0);
@@ -130,7 +130,7 @@ Test(config, bad_values_keep_the_default)
 		{ "TICKET_DELAY_TABLE", "hash" },  { "TICKET_DELAY_HASH_BITS", "7" },
 		{ "TICKET_DELAY_HASH_BITS", "-1" }, { "TICKET_WAIT", "sleep" },
 		{ "TICKET_SPIN", "0" },            { "TICKET_QUEUE", "1" },
-		{ "TICKET_QUEUE", "40000" },       { "TICKET_QUEUE", "128" },
+		{ "TICKET_QUEUE", "40000" },       { "TICKET_QUEUE", "64" },
 		{ "TICKET_QUEUE", "-1" },          { "TICKET_BYPASS", "64" },
 		{ "TICKET_BYPASS", "-1" },         { "TICKET_BYPASS", "1x" },
 		{ "TICKET_REST_US", "-1" },        { "TICKET_REST_US", "100001" },
@@ -233,7 +233,7 @@ Test(config, the_queue_variables_name_what_they_accept)
 	assert_probe_provider(&r);
 	cr_assert_eq(r.status, 0);
 	cr_assert_str_eq(r.err, "ticketspin: TICKET_QUEUE='200' is not valid: accepted: 0 (strict "
-	                        "FIFO) or an integer 2..127; keeping the default\n"
+	                        "FIFO) or an integer 2..63; keeping the default\n"
 	                        "ticketspin: TICKET_BYPASS='64' is not valid: accepted: 0 (strict "
 	                        "FIFO) or an integer 1..63; keeping the default\n");
 }
@@ -284,7 +284,7 @@ Test(config, verbose_reports_the_effective_settings_once)
 	cr_assert_eq(r.status, 0);
 	cr_assert(strstr(r.err, "ticketspin: delay=fixed factor=250 ") != NULL, "%s", r.err);
 	cr_assert(strstr(r.err, " table=single ") != NULL, "%s", r.err);
-	cr_assert(strstr(r.err, " bypass=63 queue=127 ") != NULL, "%s", r.err);
+	cr_assert(strstr(r.err, " bypass=63 queue=63 ") != NULL, "%s", r.err);
 	cr_assert_eq(strchr(r.err, '\n'), r.err + strlen(r.err) - 1, "one line: %s", r.err);
 	cr_assert_null(strstr(r.out, "ticketspin: "));
 }

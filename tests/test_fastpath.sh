@@ -1,9 +1,10 @@
 #!/bin/bash
 # The fast paths, inspected in the built object (no timing): the exported
 # pthread_spin_lock, _trylock and _unlock must reach their first "ret" with
-# no call, no thread-local access (%fs) and no stack frame; lock and trylock
-# with exactly one locked instruction (the compare-and-swap), unlock with
-# none (a load, a compare and a byte store).  Fails when the library grows a
+# no call, no thread-local access (%fs) and no stack frame; lock with
+# exactly one locked instruction (the exchange of the lock byte, locked
+# without a prefix), trylock with one (the compare-and-swap), unlock with
+# none (a load, a masked compare and a byte store).  Fails when the library grows a
 # call, a TLS test or a second atomic on the uncontended path (issue 19).
 set -u
 lib=${TICKETSPIN_LIB:?TICKETSPIN_LIB: the library to inspect}
@@ -33,7 +34,8 @@ for fn in pthread_spin_lock pthread_spin_trylock pthread_spin_unlock; do
 	printf '%s\n' "$body" | grep -q '%fs' && fail "$fn: a thread-local access on the fast path"
 	printf '%s\n' "$body" | grep -qE '^(push|sub +\$0x[0-9a-f]+,%rsp)' &&
 		fail "$fn: a stack frame on the fast path"
-	locked=$(printf '%s\n' "$body" | grep -c '^lock ')
+	# xchg with a memory operand is locked by definition
+	locked=$(printf '%s\n' "$body" | grep -cE '^lock |^xchg +%[a-z0-9]+,\(')
 	case $fn in
 	pthread_spin_unlock) want=0 ;;
 	*) want=1 ;;

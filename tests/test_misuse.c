@@ -119,7 +119,7 @@ static unsigned suspect_waits(struct probe_result *r, const char *const *env, co
 	while (line > r->out && line[-1] != ':')
 		line--;
 	ahead = (unsigned)strtoul(line, NULL, 10);
-	cr_assert(ahead > 64, "%s", r->out);
+	cr_assert(ahead >= 62, "%s", r->out);
 	cr_assert(strstr(r->out, "still waiting"), "%s", r->out);
 	if (serve[0] == '1')
 		cr_assert(strstr(r->out, ": acquired"), "%s", r->out);
@@ -142,15 +142,16 @@ static void suspect(const char *const *env, const char *word, const char *serve)
 }
 
 /*
- * A garbage word: held (TS_LOCKED), with 126 phantom tickets in the queue (head 0, next
- * 126: the most a waiter can find ahead of it, the queue holding 127), and
- * bit 23, which the library never sets (glibc's contended words have it), is
+ * A garbage word: held (TS_LOCKED), with 62 phantom tickets in the queue (head 0, next
+ * 62: the most a waiter can find ahead of it, the queue holding 63), and
+ * bit 5 of the lock byte, which the library never sets (glibc's contended
+ * words have it; the arrival's exchange replaces it and judges the byte), is
  * reported once, and the waiter keeps its place: when the probe serves the
  * phantom tickets, it gets the lock, in every waiting policy (a sleeper's nap
- * is bounded: it finds itself at the head when it wakes).  (A queue of 126
+ * is bounded: it finds itself at the head when it wakes).  (A queue of 62
  * alone is no proof: a system can run more threads than that.)
  */
-#define SUSPECT_WORD "0x7e800010"
+#define SUSPECT_WORD "0x3e000030"
 #define SUSPECT_TESTS(name, env)                                                        \
 	Test(misuse, suspect_word_waiter_keeps_its_place_##name)                        \
 	{                                                                               \
@@ -174,17 +175,18 @@ Test(misuse, suspect_word_is_reported_parked)
 }
 
 /*
- * Words with at most 64 tickets in the queue are never questioned (the
- * cheap bound): 0xde2d0000 has 49 in its queue and is marked process-shared
- * (bit 31), so no one steals it; the waiter keeps its place and gets the
- * lock when served, unreported.
+ * Words with at most 32 tickets in the queue are never questioned (the
+ * cheap bound): 0x8d2d0000 has 32 in its queue (head 45, next 13, across
+ * the wrap) and is marked process-shared (bit 31), so no one keeps it past
+ * the queue; the waiter keeps its place and gets the lock when served,
+ * unreported.
  */
 Test(misuse, short_queue_word_is_not_questioned)
 {
 	struct probe_result r;
 
-	run_probe(&r, MODE_ENV("TICKET_WAIT=yield"), "suspect", "0xde2d0000", "1");
-	cr_assert(strstr(r.out, "suspect word 0xde2d0000: 49 tickets ahead of the waiter; after "
+	run_probe(&r, MODE_ENV("TICKET_WAIT=yield"), "suspect", "0x8d2d0000", "1");
+	cr_assert(strstr(r.out, "suspect word 0x8d2d0000: 32 tickets ahead of the waiter; after "
 	                        "0.3 s: still waiting"), "%s", r.out);
 	cr_assert(strstr(r.out, ": acquired"), "%s", r.out);
 	cr_assert_eq(count_lines(r.err, "is not a valid ticket lock"), 0, "%s", r.err);

@@ -50,7 +50,7 @@ Test(oversub, park_strict_fifo_16_threads)
  * No number of waiters breaks mutual exclusion (issue 18, item 13): one
  * more locker than a full queue holds waits outside it, drawing no ticket,
  * in every mode, strict FIFO included; a trylock meanwhile fails.  The
- * queue is filled by setting the word (127 threads need not exist).
+ * queue is filled by setting the word (63 threads need not exist).
  */
 static void full_queue(const char *const *env, const char *capacity)
 {
@@ -67,10 +67,10 @@ static void full_queue(const char *const *env, const char *capacity)
 
 Test(oversub, one_more_than_a_full_queue_waits_outside)
 {
-	full_queue(NULL, "127");
-	full_queue((const char *const[]){ "TICKET_QUEUE=0", NULL }, "127");
-	full_queue((const char *const[]){ "TICKET_QUEUE=0", "TICKET_WAIT=spin", NULL }, "127");
-	full_queue((const char *const[]){ "TICKET_BYPASS=0", "TICKET_WAIT=yield", NULL }, "127");
+	full_queue(NULL, "63");
+	full_queue((const char *const[]){ "TICKET_QUEUE=0", NULL }, "63");
+	full_queue((const char *const[]){ "TICKET_QUEUE=0", "TICKET_WAIT=spin", NULL }, "63");
+	full_queue((const char *const[]){ "TICKET_BYPASS=0", "TICKET_WAIT=yield", NULL }, "63");
 	full_queue((const char *const[]){ "TICKET_QUEUE=4", NULL }, "4");
 }
 

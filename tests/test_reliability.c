@@ -116,12 +116,12 @@ Test(misuse, burst_of_new_threads_is_not_a_suspect_word)
 	bool suspect;
 
 	before = loadavg_threads();
-	/* 7-bit tickets: at most 126 ahead; more threads than that, no scenario */
+	/* 6-bit tickets: at most 62 ahead; more threads than that, no scenario */
 	if (before + BURST / 2 > TS_QUEUE_CAPACITY - 1)
 		cr_skip_test("%u threads on the system: no queue can hold more tickets than that",
 		             before);
-	/* a word with 65 tickets ahead: primes the cached thread count */
-	cr_assert(!ts_misuse_suspect_word(&lock, 0, 65, NULL));
+	/* a word with 33 tickets ahead: primes the cached thread count */
+	cr_assert(!ts_misuse_suspect_word(&lock, 0, 33, NULL));
 	pthread_barrier_init(&burst_done, NULL, BURST + 1);
 	for (int i = 0; i < BURST; i++)
 		cr_assert_eq(pthread_create(&t[i], NULL, parked, NULL), 0);

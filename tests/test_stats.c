@@ -1,7 +1,7 @@
 /*
  * TICKET_STATS.  First the merge, through the core linked in: synthetic
  * contended acquisitions recorded from several threads, with ticket numbers
- * that wrap (the queue's 7-bit tickets: a space of 128), and the report they
+ * that wrap (the queue's 6-bit tickets: a space of 64), and the report they
  * give.  Then a known contended program
  * (contended.c) under the preload: the call site, the counts, no rows
  * without contention, the file, TICKET_STATS_TOP, and _exit.
@@ -166,8 +166,8 @@ Test(stats_merge, one_thread_across_the_ticket_wrap)
 	events = ev;
 	/*
 	 * Tickets 500..9500, every one recorded (every take in the queue goes
-	 * through the slow path): the 7-bit tickets wrap 70 times, and each
-	 * wrap, 127 then 0, counts one take.
+	 * through the slow path): the 6-bit tickets wrap 140 times, and each
+	 * wrap, 63 then 0, counts one take.
 	 */
 	for (uint64_t k = 500; k <= 9500; k++)
 		add(0, &lock_a, k, (const char *)&getpid + 3);
@@ -227,27 +227,27 @@ Test(stats_merge, threads_that_overlap_leave_gaps_and_exit)
 
 	events = ev;
 	/*
-	 * Thread 0 alone from 0 to 80; threads 1 and 2 alternate from 120 to
-	 * 900 (a gap of 40 unobserved tickets before); thread 0 again at 1000,
-	 * after a gap of 100 and 920 after its own previous one (the ticket
-	 * space is 128).  Every thread has exited when the report is made.
-	 * Thread 2's own distances (odd tickets: 127 then 1 at each wrap) are
+	 * Thread 0 alone from 0 to 40; threads 1 and 2 alternate from 60 to
+	 * 450 (a gap of 20 unobserved tickets before); thread 0 again at 500,
+	 * after a gap of 50 and 460 after its own previous one (the ticket
+	 * space is 64).  Every thread has exited when the report is made.
+	 * Thread 2's own distances (odd tickets: 63 then 1 at each wrap) are
 	 * exact, and so are the gaps (no wrap in them): the longest chain is the
-	 * truth.  (Thread 1's even tickets go from 126 to 0, counted 1: short.)
+	 * truth.  (Thread 1's even tickets go from 62 to 0, counted 1: short.)
 	 */
-	for (uint64_t k = 0; k <= 80; k += 5)
+	for (uint64_t k = 0; k <= 40; k += 5)
 		add(0, &lock_a, k, &lock_b);
-	for (uint64_t k = 120; k <= 900; k += 1)
+	for (uint64_t k = 60; k <= 450; k += 1)
 		add(1 + (int)(k % 2), &lock_a, k, (k / 3) % 3 == 0 ? &lock_c : &lock_b);
-	add(0, &lock_a, 1000, &lock_b);
+	add(0, &lock_a, 500, &lock_b);
 	record_all(3);
 	char *text = report(20, &n);
 	cr_assert_eq(n, 1, "%s", text);
 	cr_assert(row_of(text, &lock_a, &row), "%s", text);
-	cr_assert_eq(row.total, 1001, "%s", text);
-	cr_assert_eq(row.contended, 17 + 781 + 1);
+	cr_assert_eq(row.total, 501, "%s", text);
+	cr_assert_eq(row.contended, 9 + 391 + 1);
 	cr_assert_eq(row.threads, 3);
-	/* the top call site: &lock_b, 540 of 799 (lock_c: k / 3 = 42, 45 .. 300); object+offset */
+	/* the top call site: &lock_b, 271 of 401 (lock_c: k / 3 = 21, 24 .. 150); object+offset */
 	cr_assert(strstr(row.site, " 67%, ") != NULL && strstr(row.site, " 32%") != NULL,
 	          "site: %s", row.site);
 }
@@ -263,10 +263,10 @@ Test(stats_merge, acquisitions_without_a_ticket_count_apart)
 	long n;
 
 	events = ev;
-	for (uint64_t k = 0; k <= 100; k += 10) {
+	for (uint64_t k = 0; k <= 50; k += 5) {
 		add(0, &lock_a, k, NULL);
-		if (k % 40 == 0) { /* stolen: its "ticket" (0, or given back) must not count */
-			add(1, &lock_a, 90 + k, NULL);
+		if (k % 20 == 0) { /* stolen: its "ticket" (0, or given back) must not count */
+			add(1, &lock_a, 45 + k, NULL);
 			events[nevents - 1].borrowed = 1;
 		}
 	}
@@ -275,7 +275,7 @@ Test(stats_merge, acquisitions_without_a_ticket_count_apart)
 	cr_assert(row_of(text, &lock_a, &row), "%s", text);
 	cr_assert_eq(row.borrows, 3, "%s", text);
 	cr_assert_eq(row.contended, 14, "%s", text);
-	cr_assert_eq(row.total, 101 + 3, "%s", text);
+	cr_assert_eq(row.total, 51 + 3, "%s", text);
 }
 
 Test(stats_merge, init_restarts_the_count)
@@ -287,7 +287,7 @@ Test(stats_merge, init_restarts_the_count)
 	events = ev;
 	add(1, &lock_a, 0, NULL); /* an init before any contention does not count */
 	events[nevents - 1].borrowed = 2;
-	for (uint64_t k = 7; k <= 100; k += 10)
+	for (uint64_t k = 7; k <= 60; k += 10)
 		add(0, &lock_a, k, NULL);
 	add(1, &lock_a, 0, NULL); /* re-initialised: tickets restart from 0 */
 	events[nevents - 1].borrowed = 2;
@@ -298,9 +298,9 @@ Test(stats_merge, init_restarts_the_count)
 	record_all(2);
 	char *text = report(20, &n);
 	cr_assert(row_of(text, &lock_a, &row), "%s", text);
-	cr_assert_eq(row.contended, 10 + 6, "%s", text);
-	/* 7..97 (91), then 0..55 (56) */
-	cr_assert_eq(row.total, 91 + 56, "%s", text);
+	cr_assert_eq(row.contended, 6 + 6, "%s", text);
+	/* 7..57 (51), then 0..55 (56) */
+	cr_assert_eq(row.total, 51 + 56, "%s", text);
 }
 
 Test(stats_merge, sorted_by_contention_and_cut_at_top)

@@ -119,9 +119,9 @@ test_misuse)
 	expect err "1 thread waiting); returned 0 as glibc does"
 	check "misuse flood" "${misuse[@]}" -- "$here/misuseprobe" flood 100
 	expect err "earlier reports suppressed by the rate limit"
-	# held, 126 phantom tickets in the queue: the most a waiter can find ahead
+	# held, 62 phantom tickets in the queue: the most a waiter can find ahead
 	check "misuse suspect" "${misuse[@]}" TICKET_WAIT=yield TICKET_QUEUE=0 -- \
-		"$here/misuseprobe" suspect 0x7e800010 1
+		"$here/misuseprobe" suspect 0x3e000030 1
 	expect out ": acquired"
 	expect err "tickets ahead of ours"
 	check "misuse foreign" "${misuse[@]}" -- "$here/misuseprobe" foreign 1
