@@ -6,24 +6,30 @@
  * What is mirrored, and how (model/README.md has the properties and the
  * verdicts):
  *
- *  - One lock word, scaled: the lock byte (TS_LOCKED, TS_WAKE_HEAD,
- *    TS_WAKE_NEXT where the C has them), a 2-bit bypass count, TS_WATCHING,
- *    TS_SLEEPERS, and 2-bit "head" and "next" tickets instead of 7-bit ones,
+ *  - One lock word, scaled: the lock byte (TS_LOCKED alone, as in the C), a
+ *    2-bit bypass count, TS_WATCHING, TS_SLEEPERS, 2-bit "head" and "next"
+ *    tickets instead of 6-bit ones, and the unlock's requests TS_WAKE_HEAD
+ *    and TS_WAKE_NEXT above them (bits 16 and 17; the C's bits 22 and 30),
  *    with the C's masking arithmetic (ts_head, ts_next, ts_tickets_between,
  *    ts_queued, with_head, with_next).  TS_QUEUE_CAPACITY scales to 3 (the
  *    ticket mask, as in the C); QCAP is cfg->queue_capacity (TICKET_QUEUE);
  *    BYPASS is cfg->bypass_max (TICKET_BYPASS, 0: strict FIFO).
  *    TS_STATS_DUE and TS_SHARED are not modelled.
  *  - x86-TSO: each machine instruction is one atomic step.  Locked
- *    read-modify-writes (compare-and-swap, fetch-or, fetch-add) and the
+ *    read-modify-writes (compare-and-swap, the lock's exchange of the lock
+ *    byte, fetch-or, fetch-add) and the
  *    futex system calls first drain the thread's store buffer and act on
  *    memory.  Plain loads (relaxed, acquire and seq_cst loads are all a mov)
  *    read the thread's own buffered store first, then memory.  The unlock's
- *    plain byte store of 0 (ts_unlock, ts_unlock_slow) enters a per-thread
+ *    plain byte store of 0 (ts_unlock) enters a per-thread
  *    store buffer of depth one (asserted: every path from one unlock to the
  *    next passes a locked instruction), which the process "memory" drains
  *    at any moment; draining it writes the low byte only, so the flags and
- *    tickets that others changed meanwhile with atomic operations survive.
+ *    tickets that others changed meanwhile with atomic operations survive
+ *    (and so does a request set since the unlock's load: the next unlock
+ *    serves it).  The unlock's slow path and the give-back release with a
+ *    compare-and-swap that clears the lock byte and the requests: one
+ *    atomic step here (its failed attempts change nothing).
  *  - Futexes: FUTEX_WAIT_BITSET compares the word with the value read and
  *    enqueues atomically; FUTEX_WAKE_BITSET wakes every sleeper of the
  *    ticket's bit (tickets are distinct here: bit = ticket).  One parking
@@ -108,10 +114,8 @@
 
 /* ticket_lock.h, scaled. */
 #define LOCKED      1             /* TS_LOCKED */
-#define WAKE_HEAD   2             /* TS_WAKE_HEAD */
-#define WAKE_NEXT   4             /* TS_WAKE_NEXT */
 #define LOCK_BYTE   255           /* TS_LOCK_BYTE */
-#define NOT_BYTE    65280         /* ~TS_LOCK_BYTE (a 16-bit word) */
+#define NOT_BYTE    261888        /* ~TS_LOCK_BYTE (an 18-bit word) */
 #define BYP_ONE     256           /* TS_BYPASS_ONE */
 #define BYP_MASK    768           /* TS_BYPASS_MASK: 2 bits */
 #define WATCHING    1024          /* TS_WATCHING */
@@ -121,7 +125,10 @@
 #define TMASK       3             /* TS_TICKET_MASK: 2-bit tickets */
 #define HEAD_FIELD  12288
 #define NEXT_FIELD  49152
-#define WMASK       65535
+#define WAKE_HEAD   65536         /* TS_WAKE_HEAD: above the lock byte, as in the C */
+#define WAKE_NEXT   131072        /* TS_WAKE_NEXT */
+#define REQUESTS    196608        /* TS_REQUESTS (TS_STATS_DUE not modelled) */
+#define WMASK       262143
 
 #define lockb(w)       ((w) & LOCK_BYTE)                        /* ts_lock_byte() */
 #define bypass(w)      (((w) & BYP_MASK) / BYP_ONE)             /* ts_bypass() */
@@ -132,6 +139,8 @@
 #define with_next(w, n) (((w) & (WMASK - NEXT_FIELD)) | (((n) & TMASK) << NEXT_SHIFT))
 #define with_head(w, h) (((w) & (WMASK - HEAD_FIELD)) | (((h) & TMASK) << HEAD_SHIFT))
 #define unwatched(w)   ((w) & (WMASK - WATCHING - BYP_MASK))    /* & ~(TS_WATCHING | TS_BYPASS_MASK) */
+/* slowpath.c: stolen(), of a word whose lock byte is free */
+#define stolen(w)      (queued(w) == 0 -> LOCKED : ((w) | LOCKED) + (((w) & WATCHING) -> BYP_ONE : 0))
 
 #ifndef REST
 #define REST 1                    /* TICKET_REST_US != 0 */
@@ -228,7 +237,7 @@ inline steal(me, w, ok)
 		if
 		:: word == w ->
 			/* stolen(): with no one in the queue, all zero but TS_LOCKED */
-			word = (queued(w) == 0 -> LOCKED : (w | LOCKED) + ((w & WATCHING) -> BYP_ONE : 0));
+			word = stolen(w);
 			if
 			:: w & WATCHING ->
 				assert(watch_on && queued(w) > 0 && head(w) == watch_tk);
@@ -378,19 +387,70 @@ try_slow:
 		fi
 	fi;
 #endif
-	/* ts_lock() (ticket_lock.h): lock cmpxchg from 0 to TS_LOCKED. */
+	/*
+	 * ts_lock() (ticket_lock.h): xchg of the lock byte to TS_LOCKED (s: the
+	 * byte it replaced), then a plain load of the tickets.
+	 */
 	atomic {
 		want[me] = 1;
 		rested = 0;
 		drain(me);
-		if
-		:: word == 0 -> word = LOCKED; ok = 1
-		:: else -> w = word; ok = 0
-		fi
+		s = lockb(word);
+		word = (word & NOT_BYTE) | LOCKED
 	}
 	if
-	:: ok -> ok = 0; goto critical
+	:: s & LOCKED -> s = 0; load(me, w); goto lock_slow    /* held: ts_lock_slow() */
 	:: else
+	fi;
+	load(me, x);
+	if
+	:: queued(x) == 0 -> x = 0; goto critical
+	:: else
+	fi;
+	/*
+	 * ts_lock_slow() -> keep_or_give_back() (slowpath.c): we hold the lock,
+	 * a queue behind it.  The word as seen (x), judged as if free.
+	 */
+	load(me, x);
+keep_or_give_back:
+	if
+	:: may_steal(x & NOT_BYTE) && queued(x) > 0 && !(x & WATCHING) ->
+		/* stolen() leaves the word as it is: kept, nothing written */
+		x = 0; goto critical
+	:: may_steal(x & NOT_BYTE) && (queued(x) == 0 || (x & WATCHING)) ->
+		/* counted in the word (compare-and-swap), as steal() counts */
+		atomic {
+			drain(me);
+			if
+			:: word == x ->
+				word = stolen(x & NOT_BYTE);
+				if
+				:: x & WATCHING ->
+					assert(watch_on && queued(x) > 0 && head(x) == watch_tk);
+					bypassed++;
+					assert(bypassed <= BYPASS)
+				:: else
+				fi;
+				ok = 1
+			:: else -> x = word; ok = 0
+			fi
+		}
+		if
+		:: ok -> ok = 0; x = 0; goto critical
+		:: else -> goto keep_or_give_back
+		fi
+	:: !may_steal(x & NOT_BYTE) ->
+		/* release(): give it back as an unlock would, before any critical section */
+		atomic { drain(me); x = word; word = word & (WMASK - LOCK_BYTE - REQUESTS) }
+		if
+#ifndef MUT_GIVE_BACK_NO_WAKE
+		:: x & (WAKE_HEAD | WAKE_NEXT) -> ts_wake_ticket(me, head(x))
+#endif
+		:: else
+		fi;
+		x = 0;
+		load(me, w);
+		goto lock_slow
 	fi;
 
 	/* ts_lock_slow() (slowpath.c), from the word the CAS returned. */
@@ -497,7 +557,7 @@ wait_in_queue:
 		/* take_as_head() */
 		atomic {
 			drain(me);
-			x = with_head(w, t + 1) | LOCKED;
+			x = (with_head(w, t + 1) | LOCKED) & (WMASK - WAKE_HEAD);  /* ours: we run */
 #ifndef MUT_TAKE_KEEPS_WATCHING
 			x = unwatched(x);
 #else
@@ -714,9 +774,10 @@ critical:
 #endif
 	load(me, w);
 	if
-	:: lockb(w) != LOCKED ->
+	:: (w & (LOCK_BYTE | REQUESTS)) != LOCKED ->
 		assert(lockb(w) & LOCKED);      /* never refused for the holder */
-		store_byte0(me);
+		/* release(): a compare-and-swap clears the lock byte and the requests */
+		atomic { drain(me); w = word; word = word & (WMASK - LOCK_BYTE - REQUESTS) }
 		slow = 1
 	:: else ->
 		store_byte0(me)
@@ -727,9 +788,9 @@ critical:
 	if
 #ifdef MUT_NO_WAKE_NEXT
 	/* Mutation: the unlock wakes only on TS_WAKE_HEAD. */
-	:: slow && (lockb(w) & WAKE_HEAD) -> ts_wake_ticket(me, head(w))
+	:: slow && (w & WAKE_HEAD) -> ts_wake_ticket(me, head(w))
 #else
-	:: slow && (lockb(w) & (WAKE_HEAD | WAKE_NEXT)) -> ts_wake_ticket(me, head(w))
+	:: slow && (w & (WAKE_HEAD | WAKE_NEXT)) -> ts_wake_ticket(me, head(w))
 #endif
 	:: else
 	fi;
@@ -755,8 +816,8 @@ init
 	 && !bfull[2]
 #endif
 	);
-	/* Free, no ticket outstanding, no one asleep. */
-	assert(lockb(word) == 0 && queued(word) == 0 && in_cs == 0);
+	/* Free, no ticket outstanding, no request left, no one asleep. */
+	assert(lockb(word) == 0 && queued(word) == 0 && (word & REQUESTS) == 0 && in_cs == 0);
 	assert(!has[0] && !has[1]
 #if NT > 2
 	       && !has[2]

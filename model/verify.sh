@@ -214,6 +214,9 @@ if [ $quick -eq 0 ]; then
 	check mut-fork-note-late-strict fail "-DNT=2 -DNACQ=2 -DBYPASS=0 -DFORK -DPROGRESS -DMUT_FORK_NOTE_LATE" "$LIVE" "-a -f -E $M" \
 		"mutation: the same in strict FIFO: the child's lock() waits behind the ghost forever" \
 		"acceptance cycle"
+	check mut-give-back-no-wake fail "-DNT=3 -DNACQ=1 -DBYPASS=0 $NOWAIT -DMUT_GIVE_BACK_NO_WAKE" "$SAFE" "$M" \
+		"mutation: a lock given back after the exchange does not wake the head that asked (no sleep times out, locked unlock)" \
+		"invalid end state"
 	check mut-join-no-cap fail "-DNT=3 -DNACQ=2 -DBYPASS=1 -DQCAP=2 -DMUT_JOIN_NO_CAP" "$SAFE" "$M" \
 		"mutation: join the queue without checking its capacity" queue_len
 fi
