@@ -23,7 +23,10 @@
  *  1. Steal.  A thread that finds the lock free takes it, queue or no queue,
  *     unless the head of the queue is watching (TS_WATCHING) and has been
  *     bypassed TICKET_BYPASS times since it began to: then it draws a ticket
- *     (after a rest, step 4).
+ *     (after a rest, step 4).  The fast path's exchange takes a free lock
+ *     before it sees the queue: it then decides holding the lock, before
+ *     any critical section, and gives the lock back (as an unlock would) if
+ *     it may not keep it (keep_or_give_back()).
  *     So the thread that has just released keeps the lock in bursts of up to
  *     TICKET_BYPASS + 1 acquisitions with the cache line at hand.
  *  2. The head of the queue sets TS_WATCHING when it first looks, and takes
@@ -119,8 +122,8 @@
  *
  * Strict FIFO (TICKET_QUEUE=0, TICKET_BYPASS=0, and every lock initialised
  * PTHREAD_PROCESS_SHARED, whose waiters sleep on the word): no steal, no
- * escape, no restriction, no rest: a thread takes a free lock only with an
- * empty queue, and waiters spin with the seeds' proportional backoff (delay x
+ * escape, no restriction, no rest: a thread keeps a free lock only with an
+ * empty queue (one that its exchange took past a queue is given back), and waiters spin with the seeds' proportional backoff (delay x
  * waiters ahead) before sleeping, as the seed series' ticket lock does.
  */
 #include "slowpath.h"

@@ -245,3 +245,55 @@ Test(wakeup, a_forked_child_does_not_inherit_the_parents_sleepers, .timeout = 12
 		pthread_join(tids[i], NULL);
 	cr_assert_eq(grants, WAITERS);
 }
+
+/*
+ * A request the unlock's fast path missed (it loaded the word before the
+ * head set TS_WAKE_HEAD, and stored 0 after: parking.c, "Why no lost
+ * wake-up") stays in the word.  We hold the lock, a thread queues and falls
+ * asleep as the head with TS_WAKE_HEAD; we release with the fast path's
+ * byte store alone, as that race would, so the head sleeps on, the request
+ * left.  Then we lock again: with @strict (TICKET_QUEUE=0) our exchange takes
+ * the free lock past the queue and must give it back, which must wake the
+ * head; by default we keep it (the head no longer watches), and our unlock
+ * must.  Either way the head's sleep ends by a wake-up, not its 5 s nap.
+ */
+static void head_woken_after_a_missed_request(bool strict)
+{
+	struct ts_sleep_counts before, after;
+	pthread_t head;
+	uint32_t word;
+
+	long_naps(strict ? "0" : NULL);
+	grants = 0;
+	ts_lock(&lock_word, NULL);
+	cr_assert_eq(pthread_create(&head, NULL, waiter, (void *)(intptr_t)0), 0);
+	do {
+		sched_yield();
+		word = __atomic_load_n(&lock_word, __ATOMIC_ACQUIRE);
+	} while (!(word & TS_WAKE_HEAD));
+	usleep(20000); /* into its futex sleep (the word says it asked) */
+	ts_sleep_counts(&before);
+	__atomic_store_n(ts_lock_byte_of(&lock_word), 0, __ATOMIC_RELEASE);
+	cr_assert(__atomic_load_n(&lock_word, __ATOMIC_ACQUIRE) & TS_WAKE_HEAD,
+	          "the request left in the word");
+	ts_lock(&lock_word, NULL);
+	cr_assert(ts_unlock(&lock_word));
+	pthread_join(head, NULL);
+	ts_sleep_counts(&after);
+	cr_assert_eq(grants, 1);
+	cr_assert_eq(after.timed_out - before.timed_out, 0,
+	             "the head slept until its nap ran out: no one served its request");
+	cr_assert_geq(after.woken - before.woken, 1u, "the head did not sleep: the test proved nothing");
+	word = __atomic_load_n(&lock_word, __ATOMIC_ACQUIRE);
+	cr_assert(word == 0, "word %#x left", word);
+}
+
+Test(wakeup, a_lock_given_back_wakes_the_head_that_asked, .timeout = 60)
+{
+	head_woken_after_a_missed_request(true);
+}
+
+Test(wakeup, a_request_the_unlock_missed_is_served_by_the_next_unlock, .timeout = 60)
+{
+	head_woken_after_a_missed_request(false);
+}
