@@ -409,9 +409,12 @@ try_slow:
 	fi;
 	/*
 	 * ts_lock_slow() -> keep_or_give_back() (slowpath.c): we hold the lock,
-	 * a queue behind it.  The word as seen (x), judged as if free.
+	 * a queue behind it.  The word as seen (x), judged as if free.  The C
+	 * loads the word again first; one load stands for both here: nothing
+	 * of ours happens between them, and the queue cannot empty while we
+	 * hold the lock (a take or an escape needs it free), so the later load
+	 * sees what this one could have seen had it come later.
 	 */
-	load(me, x);
 keep_or_give_back:
 	if
 	:: may_steal(x & NOT_BYTE) && queued(x) > 0 && !(x & WATCHING) ->

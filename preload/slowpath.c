@@ -986,6 +986,11 @@ int ts_lock_slow(ts_word_t *lock, uint8_t was, const void *caller)
 	uint32_t word;
 	bool yielded = false;
 
+	/* The byte our exchange replaced is the lock's own: judge it (misuse.c). */
+	if (__builtin_expect(ts_byte_is_foreign(was), 0)) {
+		word = __atomic_load_n(lock, __ATOMIC_RELAXED);
+		(void)ts_misuse_suspect_word(lock, (word & ~TS_LOCK_BYTE) | was, ts_next(word), caller);
+	}
 	if (!(was & TS_LOCKED)) {
 		if (keep_or_give_back(cfg, lock, &word)) {
 			if (__builtin_expect(cfg->stats != NULL, 0))
@@ -994,10 +999,6 @@ int ts_lock_slow(ts_word_t *lock, uint8_t was, const void *caller)
 		}
 	} else {
 		word = __atomic_load_n(lock, __ATOMIC_RELAXED);
-		/* The byte our exchange replaced is the lock's own: judge it (misuse.c). */
-		if (__builtin_expect(ts_byte_is_foreign(was), 0))
-			(void)ts_misuse_suspect_word(lock, (word & ~TS_LOCK_BYTE) | was, ts_next(word),
-			                             caller);
 	}
 	if (__builtin_expect(turn.yield_due, 0))
 		yielded = turn_end(cfg, lock, &word);
