@@ -110,13 +110,13 @@ static struct ts_site_rec *site_rec_of(struct ts_thread_slot *t, uint64_t lock, 
  * The queue's takes after an observed take of ticket @from, up to and
  * including one of ticket @to, at least.  Tickets restart from 0 whenever
  * the queue empties (ticket_lock.h), and no record says when: a ticket
- * lower than the one before may be the wrap after 127 (128 - @from + @to
+ * lower than the one before may be the wrap after 63 (64 - @from + @to
  * takes) or a restart (@to + 1 takes, and any number before it), so it
  * counts @to + 1, the smaller.  A ticket higher than the one before counts
  * the difference: at least what happened, restarts or not.  So every
  * distance is a lower bound, and so is any chain of them.  (Counting modulo
  * the ticket space, as before the queue restarted, made a restart from
- * ticket 5 to 0 count 123 takes: totals above the truth.)
+ * ticket 5 to 0 count 59 takes: totals above the truth.)
  */
 static uint32_t takes_between(uint16_t from, uint16_t to)
 {
