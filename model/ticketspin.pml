@@ -443,6 +443,8 @@ keep_or_give_back:
 		:: else -> goto keep_or_give_back
 		fi
 	:: !may_steal(x & NOT_BYTE) ->
+		/* the word judged, as free, goes on to lock_slow (must_rest() sees the bound) */
+		w = x & NOT_BYTE;
 		/* release(): give it back as an unlock would, before any critical section */
 		atomic { drain(me); x = word; word = word & (WMASK - LOCK_BYTE - REQUESTS) }
 		if
@@ -452,7 +454,6 @@ keep_or_give_back:
 		:: else
 		fi;
 		x = 0;
-		load(me, w);
 		goto lock_slow
 	fi;
 

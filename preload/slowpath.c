@@ -943,8 +943,11 @@ static __attribute__((noinline)) void lock_queued(ts_word_t *lock, uint32_t word
  * if a thread holding no ticket may take it now (may_steal(), judged on the
  * word as it would be free, and counted in it as stolen() counts), else give
  * it back as an unlock would, before any critical section.  True if we keep
- * it; else @*word is the word after the give-back.  With our turn over we
- * give it back too: ts_lock_slow() yields holding nothing.
+ * it; else @*word is the word we judged, as free: what a refused steal
+ * sees, so that must_rest() stops us at the bound as it would have (the
+ * head's take may already have cleared the count in the word itself).
+ * With our turn over we give it back too: ts_lock_slow() yields holding
+ * nothing.
  */
 static bool keep_or_give_back(const struct ts_config *cfg, ts_word_t *lock, uint32_t *word)
 {
@@ -966,7 +969,7 @@ static bool keep_or_give_back(const struct ts_config *cfg, ts_word_t *lock, uint
 			continue;
 		}
 		release(lock, seen);
-		*word = __atomic_load_n(lock, __ATOMIC_RELAXED);
+		*word = as_free;
 		return false;
 	}
 }

