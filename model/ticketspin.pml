@@ -776,6 +776,11 @@ critical:
 #if UNLOCK_LOCKED
 	atomic { drain(me);
 #endif
+	/*
+	 * The C loads the lock byte and the requests' half apart; one load here:
+	 * the lock byte is ours while we hold it (an exchange writes back the
+	 * same value), so only the half's load can see anything change.
+	 */
 	load(me, w);
 	if
 	:: (w & (LOCK_BYTE | REQUESTS)) != LOCKED ->

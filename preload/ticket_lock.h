@@ -43,7 +43,8 @@
  *  - Uncontended: the whole word is 0; lock is one exchange of the lock
  *    byte (to TS_LOCKED) and a load of the tickets (the upper half, which
  *    the exchange's byte does not overlap: no store forwarding to wait
- *    for), unlock one load and one byte store.  An exchange that finds the
+ *    for), unlock two loads (the lock byte, the requests' half) and one
+ *    byte store.  An exchange that finds the
  *    lock free holds it, queue or not: with a queue behind, it decides out
  *    of line whether it may keep it (a steal, bounded as below) or must
  *    give it back (an unlock with no critical section) and wait.
@@ -240,7 +241,7 @@ bool ts_unlock_slow(ts_word_t *lock, uint32_t word);
 
 /*
  * Returns false, and leaves the word alone, when no one holds the lock.
- * Otherwise one load and one store.
+ * Otherwise two loads and one store.
  */
 static inline bool ts_unlock(ts_word_t *lock)
 {
