@@ -123,8 +123,9 @@
  * Strict FIFO (TICKET_QUEUE=0, TICKET_BYPASS=0, and every lock initialised
  * PTHREAD_PROCESS_SHARED, whose waiters sleep on the word): no steal, no
  * escape, no restriction, no rest: a thread keeps a free lock only with an
- * empty queue (one that its exchange took past a queue is given back), and waiters spin with the seeds' proportional backoff (delay x
- * waiters ahead) before sleeping, as the seed series' ticket lock does.
+ * empty queue (one that its exchange took past a queue is given back), and
+ * waiters spin with the seeds' proportional backoff (delay x waiters
+ * ahead) before sleeping, as the seed series' ticket lock does.
  */
 #include "slowpath.h"
 
