@@ -44,10 +44,10 @@
  *    byte (to TS_LOCKED) and a load of the tickets (the upper half, which
  *    the exchange's byte does not overlap: no store forwarding to wait
  *    for), unlock two loads (the lock byte, the requests' half) and one
- *    byte store.  An exchange that finds the
- *    lock free holds it, queue or not: with a queue behind, it decides out
- *    of line whether it may keep it (a steal, bounded as below) or must
- *    give it back (an unlock with no critical section) and wait.
+ *    byte store.  An exchange that finds the lock free holds it, queue or
+ *    not: with a queue behind, it decides out of line whether it may keep
+ *    it (a steal, bounded as below) or must give it back (an unlock with no
+ *    critical section) and wait.
  *  - Contended: a thread that finds the lock free but the queue not empty
  *    may keep it (steal) unless the head is watching and has been
  *    bypassed TICKET_BYPASS times already; otherwise it draws a ticket and
@@ -79,10 +79,10 @@
  *     an idle lock is the all-zero word the fast path expects.
  *  I3 while TS_WATCHING is set, bypass counts the acquisitions by other than
  *     the head (critical sections entered, not exchanges given back), and no
- *     steal makes it exceed TICKET_BYPASS.  TS_WATCHING is
- *     set only by the head, and cleared by the head's own acquisition, by the
- *     head before it sleeps, and by a waiter that takes the lock because the
- *     watching head left it free for TS_ESCAPE_NS.
+ *     steal makes it exceed TICKET_BYPASS.  TS_WATCHING is set only by the
+ *     head, and cleared by the head's own acquisition, by the head before it
+ *     sleeps, and by a waiter that takes the lock because the watching head
+ *     left it free for TS_ESCAPE_NS.
  *  I4 TS_SLEEPERS is set before any waiter in the queue sleeps, and cleared
  *     only by a head taking the lock with at most one waiter behind it, which
  *     then wakes that waiter (TS_WAKE_NEXT).
@@ -90,8 +90,9 @@
  * Assumptions (the code relies on them silently):
  *  - x86-64: little-endian, total store order, and coherent mixed-size
  *    accesses: the lock's 8-bit exchange, its 16-bit load, the unlock's
- *    8-bit store and the 32-bit atomics act on bytes of one word.  C11 does not define mixed-size atomics;
- *    GCC and x86 do what the kernel's locks also rely on.
+ *    8-bit store and the 32-bit atomics act on bytes of one word.  C11 does
+ *    not define mixed-size atomics; GCC and x86 do what the kernel's locks
+ *    also rely on.
  *  - pthread_spinlock_t is a 4-byte, 4-aligned int (glibc).
  *
  * The fast paths return early and do nothing else: no environment, no TLS,
