@@ -93,6 +93,15 @@ API int pthread_spin_destroy(pthread_spinlock_t *lock)
 	return 0;
 }
 
+#if defined(VARIANT_XCHG_BYTE_LOAD_HI) || defined(VARIANT_CAS8_LOAD_HI)
+/* A 16-bit load of the upper half (where a queue would be), which does not
+ * overlap the lock byte just written. */
+static inline int upper_half_set(pthread_spinlock_t *lock)
+{
+	return __atomic_load_n((uint16_t *)lock + 1, __ATOMIC_RELAXED) != 0;
+}
+#endif
+
 API int pthread_spin_lock(pthread_spinlock_t *lock)
 {
 #if defined(VARIANT_GLIBC)
@@ -123,7 +132,7 @@ API int pthread_spin_lock(pthread_spinlock_t *lock)
 			return spin_then_take(lock);
 #endif
 #ifdef VARIANT_XCHG_BYTE_LOAD_HI
-		if (__builtin_expect(__atomic_load_n((uint16_t *)lock + 1, __ATOMIC_RELAXED) != 0, 0))
+		if (__builtin_expect(upper_half_set(lock), 0))
 			return spin_then_take(lock);
 #endif
 		return 0;
@@ -134,7 +143,7 @@ API int pthread_spin_lock(pthread_spinlock_t *lock)
 
 	if (__atomic_compare_exchange_n((uint8_t *)lock, &expected, HELD, 0, __ATOMIC_ACQUIRE,
 	                                __ATOMIC_RELAXED)) {
-		if (__builtin_expect(__atomic_load_n((uint16_t *)lock + 1, __ATOMIC_RELAXED) != 0, 0))
+		if (__builtin_expect(upper_half_set(lock), 0))
 			return spin_then_take(lock);
 		return 0;
 	}
