@@ -53,8 +53,8 @@
  *    sleeps.  A rest (must_rest(), TICKET_REST_US) is a step that looks at
  *    the word again, once per acquisition: the sleep itself is only time,
  *    which the interleavings already cover; REST=0 leaves it out.  So a
- *    rest skipped because the thread's own last rest ended moments ago
- *    (rest_is_due(), a clock) is that same step: nothing to add.
+ *    rest skipped because this thread rested last on the lock (rest_is_due(),
+ *    a hint by lock hash and a clock) is that same step: nothing to add.
  *
  * Ghost state (not in the C): in_cs (mutual exclusion), has/tk (who holds
  * which ticket), watch_on/watch_tk/bypassed (the watch of the head of the

@@ -8,9 +8,10 @@
  *    thread for good: the last in line takes the lock past it, and stealing
  *    goes on.
  *  - a thread that the bound stops rests TICKET_REST_US first, once, and
- *    then queues; stopped again within TICKET_REST_US of that rest's end,
- *    it queues at once (checked unless the test thread lost its CPU for
- *    most of that window).
+ *    then queues; the rests alternate: stopped again before another thread
+ *    has rested on the lock, it queues at once (checked unless the test
+ *    thread lost its CPU for much of that window), but not past
+ *    TS_REST_ALTERNATE rests' time.
  *  - a thread that steals past a queue of two or more whose head does not
  *    watch yields its CPU once per TICKET_TURN_US of it (the turn); not past
  *    a queue of one, not with TICKET_TURN_US=0, not with TICKET_WAIT=spin.
@@ -148,38 +149,78 @@ Test(bypass, a_stealer_stopped_at_the_bound_rests_once_then_queues, .timeout = 1
 	cr_assert(ts_unlock(&word));
 }
 
-/*
- * A thread that the bound stops again within TICKET_REST_US of its own
- * rest's end (here: microseconds after it, the next lock set up at once)
- * queues without resting: the thread it stopped is the one that rests.  Once
- * TICKET_REST_US has passed, the bound makes it rest again.
- */
-Test(bypass, a_rester_stopped_again_within_its_rest_queues_at_once, .timeout = 10)
+/* Another thread, stopped by the bound on the same lock: true if it rested. */
+static void *stopped_in_another_thread(void *arg)
 {
-	uint64_t rests, back_ns, setup_us;
+	uint64_t rests = rests_so_far();
+	bool *rested = arg;
 
-	steal_up_to_the_bound_resting(50000u);
+	__atomic_store_n(&word, ghost_watching_head(), __ATOMIC_RELAXED);
+	for (int k = 0; k < 5; k++) {
+		ts_lock(&word, NULL);
+		(void)ts_unlock(&word);
+	}
+	ts_lock(&word, NULL); /* the sixth: stopped */
+	(void)ts_unlock(&word);
+	*rested = rests_so_far() == rests + 1;
+	return NULL;
+}
+
+/*
+ * The rests alternate.  A thread that rested last on the lock, stopped by
+ * the bound again (twice here, milliseconds after its rest), queues without
+ * resting: the thread it stopped is the one that rests.  Once another
+ * thread has rested on the lock, the bound makes it rest again; and so it
+ * does TS_REST_ALTERNATE rests' time after its last rest, whoever rested
+ * since.  The checks that need the test thread to have kept its CPU are
+ * skipped when it did not.
+ */
+Test(bypass, the_rests_alternate_between_threads, .timeout = 10)
+{
+	const uint32_t rest_us = 10000u;
+	const uint64_t window_us = (uint64_t)rest_us * TS_REST_ALTERNATE;
+	uint64_t rests, back_ns, setup_us;
+	bool other_rested = false;
+	pthread_t other;
+
+	steal_up_to_the_bound_resting(rest_us);
 	rests = rests_so_far();
 	ts_lock(&word, NULL);
 	back_ns = ts_now_ns();
 	cr_assert_eq(rests_so_far(), rests + 1, "stopped by the bound: one rest");
 	cr_assert(ts_unlock(&word));
 
-	steal_up_to_the_bound();
-	setup_us = elapsed_us(back_ns);
-	ts_lock(&word, NULL);
-	/* Only a test thread descheduled for most of the window could see otherwise. */
-	if (setup_us < 10000)
-		cr_assert_eq(rests_so_far(), rests + 1,
-		             "stopped %" PRIu64 " us after its rest, it rested again", setup_us);
-	cr_assert(!(word & TS_WATCHING), "taken past the ghost: word %#x", word);
-	cr_assert(ts_unlock(&word));
+	for (int again = 1; again <= 2; again++) {
+		steal_up_to_the_bound();
+		setup_us = elapsed_us(back_ns);
+		ts_lock(&word, NULL);
+		if (setup_us < window_us / 2)
+			cr_assert_eq(rests_so_far(), rests + 1,
+			             "stopped again (%d) %" PRIu64 " us after its rest, it rested again",
+			             again, setup_us);
+		cr_assert(!(word & TS_WATCHING), "taken past the ghost: word %#x", word);
+		cr_assert(ts_unlock(&word));
+	}
+	rests = rests_so_far();
 
-	usleep(60000);
+	cr_assert_eq(pthread_create(&other, NULL, stopped_in_another_thread, &other_rested), 0);
+	cr_assert_eq(pthread_join(other, NULL), 0);
+	cr_assert(other_rested, "the other thread, stopped, did not rest");
+
 	steal_up_to_the_bound();
 	rests = rests_so_far();
 	ts_lock(&word, NULL);
-	cr_assert_eq(rests_so_far(), rests + 1, "stopped 60 ms after its last rest: it must rest");
+	back_ns = ts_now_ns();
+	cr_assert_eq(rests_so_far(), rests + 1, "the other rested since: our turn to rest");
+	cr_assert(ts_unlock(&word));
+
+	usleep((useconds_t)(window_us + rest_us));
+	steal_up_to_the_bound();
+	rests = rests_so_far();
+	ts_lock(&word, NULL);
+	cr_assert_eq(rests_so_far(), rests + 1,
+	             "stopped %" PRIu64 " us after its own rest, the last one: it must rest",
+	             elapsed_us(back_ns));
 	cr_assert(ts_unlock(&word));
 }
 
