@@ -824,7 +824,7 @@ static uintptr_t *last_rester_slot(uint32_t hash)
  * thread was stopped nearly every time (738 stops against 106 in 0.5 s),
  * rested for each of the other's turns of TICKET_REST_US and got a few
  * dozen acquisitions in its own (two threads, work 30: fairness 0.19-0.45
- * in the slowest of 7-9 runs; alternating, 0.70-0.84).  The limit keeps a
+ * in the slowest of 7-9 runs; alternating, 0.70-0.89).  The limit keeps a
  * thread whose partner is never stopped (its head takes the lock before
  * the bound) resting now and then, not contending for good.
  */

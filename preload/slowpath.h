@@ -21,7 +21,8 @@
  * A thread that rested last on a lock queues without resting when the bound
  * stops it again, for up to this many rests' time after its own (step 4).
  * Two threads, work 30 (bench/locks, 7 interleaved runs): no limit and 8
- * gave the same fairness (0.70-0.78 in the slowest run), 20.8 and 21.7 M/s.
+ * gave fairness 0.70 and 0.78 in the slowest run, 20.8 and 21.7 M/s; 16,
+ * 0.82 and 22.2.  8 is 4 ms at the default TICKET_REST_US.
  */
 #define TS_REST_ALTERNATE 8u
 
