@@ -830,22 +830,20 @@ static uintptr_t *last_rester_slot(uint32_t hash)
  */
 static bool rest_is_due(const struct ts_config *cfg, ts_word_t *lock, uint32_t hash)
 {
-	uintptr_t me = (uintptr_t)&rest_token;
-	uintptr_t *slot = last_rester_slot(hash);
 	/* Relaxed: a hint; the rest orders nothing. */
-	bool rested_last = __atomic_load_n(slot, __ATOMIC_RELAXED) == me &&
+	bool rested_last = __atomic_load_n(last_rester_slot(hash), __ATOMIC_RELAXED) ==
+	                           (uintptr_t)&rest_token &&
 	                   last_rest.lock == lock &&
 	                   ts_now_ns() - last_rest.ended_ns <
 	                           (uint64_t)cfg->rest_us * 1000u * TS_REST_ALTERNATE;
 
-	if (rested_last)
-		return false;
-	__atomic_store_n(slot, me, __ATOMIC_RELAXED);
-	return true;
+	return !rested_last;
 }
 
-static void rest(const struct ts_config *cfg, ts_word_t *lock)
+/* Rests on @lock, whose hash is @hash, and notes it: we rested last there. */
+static void rest(const struct ts_config *cfg, ts_word_t *lock, uint32_t hash)
 {
+	__atomic_store_n(last_rester_slot(hash), (uintptr_t)&rest_token, __ATOMIC_RELAXED);
 	ts_rest(cfg->rest_us);
 	last_rest.lock = lock;
 	last_rest.ended_ns = ts_now_ns();
@@ -919,7 +917,7 @@ static __attribute__((noinline)) void lock_queued(ts_word_t *lock, uint32_t word
 			if (rest_is_due(cfg, lock, hash)) {
 				rested = true;
 				stats_wait_begins_outside(&w, &wait_timed);
-				rest(cfg, lock);
+				rest(cfg, lock, hash);
 				w.st.rests = 1;
 				word = __atomic_load_n(lock, __ATOMIC_RELAXED);
 				continue;
