@@ -149,7 +149,11 @@ Test(bypass, a_stealer_stopped_at_the_bound_rests_once_then_queues, .timeout = 1
 	cr_assert(ts_unlock(&word));
 }
 
-/* Another thread, stopped by the bound on the same lock: true if it rested. */
+/*
+ * Another thread, stopped by the bound on the same lock: true if it rested.
+ * steal_up_to_the_bound()'s steps without its assertions, which belong to
+ * the test's own thread.
+ */
 static void *stopped_in_another_thread(void *arg)
 {
 	uint64_t rests = rests_so_far();
