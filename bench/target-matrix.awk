@@ -4,8 +4,9 @@
 #
 # Input (-F,): load,hogs,shape,layout,touch,touch_lines,cs,work,threads,
 #   lock,repeat,status,ops_per_s,fairness,min,max,user_s,sys_s,seconds,
-#   wall_s,provider (header lines anywhere are skipped: files may be
-#   concatenated); only status "ok" counts in the figures, any other status
+#   wall_s,provider[,transfer_ns] (header lines anywhere are skipped: files
+#   may be concatenated; transfer_ns, a cache-line transfer's cost measured
+#   before the run's cell, may be missing or empty); only status "ok" counts in the figures, any other status
 #   makes the cell of its lock miss.
 # Variables: mode (table|final), only_load and only_shape (mode table),
 #   labels (every lock, in column order), judged (the ticketspin columns),
@@ -70,6 +71,9 @@ function table(ld, sh,    i, j, w, t, lab, cell, line, met, n, cnt_m, cnt_g, cnt
 	printf "   M/s: median [slowest-fastest] of %d interleaved runs of %s s; fair: fairness median/worst;\n", repeats, seconds
 	printf "   x: ratio of medians; targets: mutex >= %.2fx, glibc >= %.2fx (work < %d) or %.2fx, slow: slowest >= %.2fx median,\n", MUTEX_MIN, GLIBC_MIN_SHORT, GLIBC_STRICT_BELOW_WORK, GLIBC_MIN_LONG, SLOW_MIN
 	printf "   fair: %s run's fairness >= %.2f\n", fairness_of, FAIR_MIN
+	if (stats(ld SUBSEP sh, "transfer"))
+		printf "   cache-line transfer, measured before each cell's runs: median %.0f ns [%.0f-%.0f]%s\n", M, LO, HI,
+			(HI > 1.5 * LO ? "; the machine changed mode during these runs (see target-matrix.sh)" : "")
 	# header
 	line = sprintf("%7s %6s |", "threads", "work")
 	for (i = 1; i <= nl; i++) if (!is_judged[L[i]]) line = line sprintf(" %10s", L[i])
@@ -134,6 +138,12 @@ $1 != "load" {
 	n = ++runs[cell]
 	val[cell, n, "ops"] = $13 + 0
 	val[cell, n, "fair"] = $14 + 0
+	# the probe's value: one per group of runs (a cell's, every lock's)
+	if (NF >= 22 && $22 != "" && !(($1, $3, $8, $9, $11) in probed)) {
+		probed[$1, $3, $8, $9, $11] = 1
+		n = ++runs[$1 SUBSEP $3]
+		val[$1 SUBSEP $3, n, "transfer"] = $22 + 0
+	}
 }
 
 END {

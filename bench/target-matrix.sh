@@ -4,7 +4,7 @@
 # ticketspin (and any variants of it) interleaved run by run, and per cell a
 # PASS/FAIL mark for each target.
 #
-#   target-matrix.sh --harness PATH --lib PATH --hog PATH [options]
+#   target-matrix.sh --harness PATH --lib PATH --hog PATH [--probe PATH] [options]
 #   target-matrix.sh --report CSV [--out DIR --name NAME]  (no runs)
 #
 # Targets, per cell, for every ticketspin column (the preloaded modes):
@@ -23,6 +23,14 @@
 # target comes last.  Writes OUT/NAME.csv (every run) and
 # OUT/NAME-summary.csv (one row per load x shape x work x threads x lock,
 # with the marks).
+#
+# With --probe (bench/cacheline), the cost of one cache-line transfer
+# between the first two CPUs is measured before each group of runs (one cell,
+# every lock) and kept with each run: this VM moves between modes where a
+# transfer costs under 100 ns and over 200 ns, minutes apart, and the
+# locks' figures move with it (two threads, work 100: pthread_mutex 14.9
+# M/s in the one, 8.6 in the other).  Each table says over what range it was
+# measured.
 #
 # Exit status: 0 every run succeeded and every cell meets every target;
 # 3 every run succeeded but some cell misses a target; 1 some run failed
@@ -44,6 +52,8 @@ usage: $PROG --harness PATH --lib PATH [--hog PATH] [options]
   --harness PATH    the 'locks' program (bench/locks)
   --lib PATH        libticketspin.so, preloaded in the ticketspin columns
   --hog PATH        the hog program (bench/hog); needed for the hogs load
+  --probe PATH      the cacheline program (bench/cacheline): a cache-line
+                    transfer's cost, measured before each cell's runs
   --locks LIST      default glibc,ticketspin,mutex; also ck-ticket,
                     mutex-adaptive... (shown, not judged); leave ticketspin
                     out to judge the --variant columns only
@@ -83,7 +93,7 @@ usage: $PROG --harness PATH --lib PATH [--hog PATH] [options]
 EOF
 }
 
-harness= lib= hog= locks_list=glibc,ticketspin,mutex ticket_env= variants=() variant_libs=()
+harness= lib= hog= probe= locks_list=glibc,ticketspin,mutex ticket_env= variants=() variant_libs=()
 threads_list=2,3,4,8,16 work_list=0,30,100,1000 loads_list=idle,hogs hogs=$(nproc)
 shapes_list=$default_shapes cs=4 seconds=0.5 repeats=7 fairness_of=worst
 out_dir=bench-out name=target-matrix timeout_s=60 quiet=0 report=
@@ -92,6 +102,7 @@ while [ $# -gt 0 ]; do
 	--harness) harness=${2:?}; shift 2 ;;
 	--lib) lib=${2:?}; shift 2 ;;
 	--hog) hog=${2:?}; shift 2 ;;
+	--probe) probe=${2:?}; shift 2 ;;
 	--locks) locks_list=${2:?}; shift 2 ;;
 	--ticket-env) ticket_env=${2?}; shift 2 ;;
 	--variant) variants+=("${2:?}"); shift 2 ;;
@@ -197,6 +208,7 @@ awk -v s="$seconds" 'BEGIN { exit !(s + 0 >= 0.001) }' || bench_die "--seconds: 
 if [[ ,$loads_list, == *,hogs,* ]]; then
 	[ -x "$hog" ] || bench_die "the hogs load needs --hog PATH (bench/hog)"
 fi
+[ -z "$probe" ] || [ -x "$probe" ] || bench_die "--probe: not an executable: '$probe'"
 
 # Shapes: LAYOUT[:touch=BYTES[:lines=L]] -> the harness's options.
 shapes=() shape_args=() shape_layout=() shape_touch=() shape_lines=()
@@ -311,9 +323,21 @@ trap 'echo "$PROG: interrupted" >&2; exit 130' INT TERM HUP
 		printf "'"$PROG"': %d runs (%d repeats of %s s), at least %.0f min (more on a loaded machine)\n", n, r, s, n * (s + 0.05) / 60 }'
 } >&2
 
-echo "load,hogs,shape,layout,touch,touch_lines,cs,work,threads,lock,repeat,status,ops_per_s,fairness,min,max,user_s,sys_s,seconds,wall_s,provider" >"$raw_csv"
+echo "load,hogs,shape,layout,touch,touch_lines,cs,work,threads,lock,repeat,status,ops_per_s,fairness,min,max,user_s,sys_s,seconds,wall_s,provider,transfer_ns" >"$raw_csv"
 failures=()
-run_no=0 started=$SECONDS
+run_no=0 started=$SECONDS transfer_ns=
+# The cost of one cache-line transfer now (bench/cacheline's best of three
+# short rounds, about 50 ms), into transfer_ns; empty without --probe or
+# when the probe fails (one CPU, say).
+probe_transfer() {
+	local kv
+	transfer_ns=
+	[ -n "$probe" ] || return 0
+	for kv in $("$probe" --rounds=3 --round-trips=10000 2>/dev/null </dev/null); do
+		[[ $kv != transfer_ns_best=* ]] || transfer_ns=${kv#transfer_ns_best=}
+	done
+	[[ $transfer_ns =~ ^[0-9]+(\.[0-9]+)?$ ]] || transfer_ns=
+}
 # Forks nothing but the run itself: on a loaded 2-CPU machine every extra
 # process costs tens of milliseconds, per run.
 run_one() { # LOAD SHAPE_INDEX MODE_INDEX WORK THREADS REPEAT
@@ -347,7 +371,7 @@ run_one() { # LOAD SHAPE_INDEX MODE_INDEX WORK THREADS REPEAT
 	for kv in "${fields[@]+"${fields[@]}"}"; do f[${kv%%=*}]=${kv#*=}; done
 	row="$load,$nhogs,${shapes[$si]},${shape_layout[$si]},${shape_touch[$si]},${shape_lines[$si]},$cs,$w,$t,$label,$rep,$status"
 	row+=",${f[ops_per_s]:-},${f[fairness]:-},${f[min]:-},${f[max]:-},${f[user]:-},${f[sys]:-},${f[seconds]:-}"
-	row+=",$(printf '%d.%03d' $((wall_us / 1000000)) $((wall_us % 1000000 / 1000))),${f[provider]:-}"
+	row+=",$(printf '%d.%03d' $((wall_us / 1000000)) $((wall_us % 1000000 / 1000))),${f[provider]:-},$transfer_ns"
 	echo "$row" >>"$raw_csv"
 	tag="$load, ${shapes[$si]}, work $w, $t threads, $label, repeat $rep"
 	if [ "$status" != ok ]; then
@@ -373,6 +397,7 @@ for load in "${loads[@]}"; do
 		for ((rep = 1; rep <= repeats; rep++)); do
 			for w in "${works[@]}"; do
 				for ((ti = 0; ti < ${#threads[@]}; ti++)); do
+					probe_transfer
 					for ((k = 0; k < nmodes; k++)); do
 						run_no=$((run_no + 1))
 						run_one "$load" "$si" $(((k + rep - 1 + ti) % nmodes)) "$w" "${threads[$ti]}" "$rep"

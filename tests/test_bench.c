@@ -35,6 +35,28 @@ static double field(const char *out, const char *key)
 	return p != NULL ? strtod(p + strlen(pattern), NULL) : -1;
 }
 
+/* Rows of a target-matrix CSV whose last field, transfer_ns, is a number above 0. */
+static int count_transfer_figures(const char *csv)
+{
+	int count = 0;
+
+	for (const char *line = csv; *line != '\0';) {
+		const char *end = strchr(line, '\n');
+		const char *last;
+		char *after;
+
+		if (end == NULL)
+			end = line + strlen(line);
+		last = end;
+		while (last > line && last[-1] != ',')
+			last--;
+		if (last > line && last < end && strtod(last, &after) > 0 && after == end)
+			count++;
+		line = *end == '\n' ? end + 1 : end;
+	}
+	return count;
+}
+
 static bool kind_built(const char *kind)
 {
 	static struct probe_result list;
@@ -263,7 +285,8 @@ Test(runner, target_matrix_tables_marks_and_csv)
 	probe_run(&r, NULL,
 	          (const char *const[]){ "bash", BENCH_SRCDIR "/target-matrix.sh", "--harness",
 	                                 HARNESS, "--lib", TICKETSPIN_LIB_PATH, "--hog",
-	                                 BENCH_BUILDDIR "/hog", "--hogs", "2", "--threads", "2",
+	                                 BENCH_BUILDDIR "/hog", "--probe", BENCH_BUILDDIR "/cacheline",
+	                                 "--hogs", "2", "--threads", "2",
 	                                 "--work", "0", "--shapes",
 	                                 "same-line,other-line:touch=4096:lines=2", "--variant",
 	                                 "fifo=TICKET_QUEUE=0", "--repeats", "1", "--seconds",
@@ -280,6 +303,9 @@ Test(runner, target_matrix_tables_marks_and_csv)
 	cr_assert(strstr(r.out, "\nticketspin: ") != NULL && strstr(r.out, "\nfifo: ") != NULL,
 	          "%s", r.out);
 	cr_assert(strstr(r.out, " of 4 cells meet all targets\n") != NULL, "%s", r.out);
+	/* --probe: each table says what a cache-line transfer cost during it */
+	cr_assert_eq(count_occurrences(r.out, "   cache-line transfer, measured before each cell's "
+	                                      "runs: median "), 4, "%s", r.out);
 	assert_hogs_gone(r.err, 2);
 
 	snprintf(path, sizeof(path), "%s/target-matrix.csv", dir);
@@ -291,7 +317,10 @@ Test(runner, target_matrix_tables_marks_and_csv)
 	             2 * 4, "%s", text);
 	cr_assert(strstr(text, ",hogs,2,") == NULL && strstr(text, "\nhogs,2,same-line,") != NULL,
 	          "%s", text);
-	cr_assert_eq(count_occurrences(text, "libticketspin.so\n"), 2 * 2 * 2, "%s", text);
+	cr_assert(strstr(text, ",provider,transfer_ns\n") != NULL, "%s", text);
+	/* every run carries the probe's figure, in ns: a number after the provider */
+	cr_assert_eq(count_occurrences(text, "libticketspin.so,"), 2 * 2 * 2, "%s", text);
+	cr_assert_eq(count_transfer_figures(text), 2 * 2 * 4, "%s", text);
 
 	snprintf(path, sizeof(path), "%s/target-matrix-summary.csv", dir);
 	read_text_file(path, text, sizeof(text));
@@ -364,12 +393,15 @@ Test(runner, target_matrix_variant_with_a_library_of_its_own)
 	                  strstr(r.out, "\nother: 1 of 1 cells") != NULL, "%s", r.out);
 	snprintf(path, sizeof(path), "%s/target-matrix.csv", dir);
 	read_text_file(path, text, sizeof(text));
-	/* the provider, last in the row, is the library as preloaded, by the path given */
+	/*
+	 * the provider, last in the row but for the probe's figure (empty: no
+	 * --probe), is the library as preloaded, by the path given
+	 */
 	row = strstr(text, ",other,1,ok,");
 	cr_assert(row != NULL, "%s", text);
 	row_end = strchr(row, '\n');
-	cr_assert(row_end != NULL && row_end - row > 29 &&
-	                  strncmp(row_end - 29, "/other-build/libticketspin.so", 29) == 0,
+	cr_assert(row_end != NULL && row_end - row > 30 &&
+	                  strncmp(row_end - 30, "/other-build/libticketspin.so,", 30) == 0,
 	          "%s", text);
 	cr_assert_eq(count_occurrences(text, "/other-build/"), 1, "%s", text);
 	remove_tree(dir);
