@@ -65,15 +65,28 @@ function judge(ld, sh, w, t, lab,    cell, g, m, ok, gmed, mmed, med) {
 	return ok && !failed[cell]
 }
 
-function table(ld, sh,    i, j, w, t, lab, cell, line, met, n, cnt_m, cnt_g, cnt_s, cnt_f, k) {
+# How many of a block's n probes lie more than 1.5x away from their median m:
+# one is a disturbed probe; more, a machine that changed mode for a while (a
+# transfer costs about 50 ns in the one and 220 ns in the other here).
+function probes_far_from(block, n, m,    i, x, far) {
+	for (i = 1; i <= n; i++) {
+		x = val[block, i, "transfer"]
+		far += x > 1.5 * m || x * 1.5 < m
+	}
+	return far
+}
+
+function table(ld, sh,    i, j, w, t, lab, cell, line, met, n, cnt_m, cnt_g, cnt_s, cnt_f, k, far) {
 	printf "\n== load: %s; shape: %s\n", ld == "idle" ? "idle (no outside load)" : "hogs (" hogs " CPU-bound processes beside the harness)", sh
 	printf "   %s; %s writes per critical section\n", describe(sh), cs
 	printf "   M/s: median [slowest-fastest] of %d interleaved runs of %s s; fair: fairness median/worst;\n", repeats, seconds
 	printf "   x: ratio of medians; targets: mutex >= %.2fx, glibc >= %.2fx (work < %d) or %.2fx, slow: slowest >= %.2fx median,\n", MUTEX_MIN, GLIBC_MIN_SHORT, GLIBC_STRICT_BELOW_WORK, GLIBC_MIN_LONG, SLOW_MIN
 	printf "   fair: %s run's fairness >= %.2f\n", fairness_of, FAIR_MIN
-	if (stats(ld SUBSEP sh, "transfer"))
-		printf "   cache-line transfer, measured before each cell's runs: median %.0f ns [%.0f-%.0f]%s\n", M, LO, HI,
-			(HI > 1.5 * LO ? "; the machine changed mode during these runs (see target-matrix.sh)" : "")
+	if ((n = stats(ld SUBSEP sh, "transfer")) > 0) {
+		far = probes_far_from(ld SUBSEP sh, n, M)
+		printf "   cache-line transfer, measured before each cell's runs: median %.0f ns [%.0f-%.0f] over %d probes%s\n", M, LO, HI, n,
+			(far >= 2 ? sprintf("; %d of them more than 1.5x from the median (the machine changed mode: see target-matrix.sh)", far) : "")
+	}
 	# header
 	line = sprintf("%7s %6s |", "threads", "work")
 	for (i = 1; i <= nl; i++) if (!is_judged[L[i]]) line = line sprintf(" %10s", L[i])

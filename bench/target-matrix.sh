@@ -30,7 +30,9 @@
 # transfer costs under 100 ns and over 200 ns, minutes apart, and the
 # locks' figures move with it (two threads, work 100: pthread_mutex 14.9
 # M/s in the one, 8.6 in the other).  Each table says over what range it was
-# measured.
+# measured, and how many probes lay more than 1.5x from its median.  Beside
+# the hogs the probe's threads share their CPUs with them (it read 360-430 ns
+# in nearly every run): there it says nothing of the mode.
 #
 # Exit status: 0 every run succeeded and every cell meets every target;
 # 3 every run succeeded but some cell misses a target; 1 some run failed
