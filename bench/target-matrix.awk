@@ -6,8 +6,8 @@
 #   lock,repeat,status,ops_per_s,fairness,min,max,user_s,sys_s,seconds,
 #   wall_s,provider[,transfer_ns] (header lines anywhere are skipped: files
 #   may be concatenated; transfer_ns, a cache-line transfer's cost measured
-#   before the run's cell, may be missing or empty); only status "ok" counts in the figures, any other status
-#   makes the cell of its lock miss.
+#   before the run's group, may be missing or empty); only status "ok"
+#   counts in the figures, any other status makes the cell of its lock miss.
 # Variables: mode (table|final), only_load and only_shape (mode table),
 #   labels (every lock, in column order), judged (the ticketspin columns),
 #   tlist, wlist, loads, shapes (comma-separated), repeats, seconds, cs, hogs,
