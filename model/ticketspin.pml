@@ -55,6 +55,11 @@
  *    which the interleavings already cover; REST=0 leaves it out.  So a
  *    rest skipped because this thread rested last on the lock (rest_is_due(),
  *    a hint by lock hash and a clock) is that same step: nothing to add.
+ *    The active set (active.c, TICKET_ACTIVE) is a gate before the ticket,
+ *    holding nothing of the word: its sleep in the line is only time too.
+ *    What it changes in the word's protocol is the outsider's give-back: a
+ *    lock its exchange took and may keep (may_steal) is released with no
+ *    critical section, once per acquisition; ACTIVE=1 adds that choice.
  *
  * Ghost state (not in the C): in_cs (mutual exclusion), has/tk (who holds
  * which ticket), watch_on/watch_tk/bypassed (the watch of the head of the
@@ -142,6 +147,9 @@
 /* slowpath.c: stolen(), of a word whose lock byte is free */
 #define stolen(w)      (queued(w) == 0 -> LOCKED : ((w) | LOCKED) + (((w) & WATCHING) -> BYP_ONE : 0))
 
+#ifndef ACTIVE
+#define ACTIVE 0                  /* TICKET_ACTIVE != 0: an outsider gives back a lock it may keep */
+#endif
 #ifndef REST
 #define REST 1                    /* TICKET_REST_US != 0 */
 #endif
@@ -316,6 +324,7 @@ proctype thread(byte me)
 	bool ok;             /* a CAS succeeded */
 	bool slow;           /* the unlock went out of line */
 	bool rested;         /* this acquisition has rested (lock_queued()) */
+	bool outsider;       /* this acquisition gave the lock back as an outsider (ACTIVE) */
 
 acquire:
 	if
@@ -394,6 +403,7 @@ try_slow:
 	atomic {
 		want[me] = 1;
 		rested = 0;
+		outsider = 0;
 		drain(me);
 		s = lockb(word);
 		word = (word & NOT_BYTE) | LOCKED
@@ -442,7 +452,20 @@ keep_or_give_back:
 		:: ok -> ok = 0; x = 0; goto critical
 		:: else -> goto keep_or_give_back
 		fi
+#if ACTIVE
+	:: may_steal(x & NOT_BYTE) && !outsider ->
+		/*
+		 * ts_active_outsider() (active.c): not a member of the lock's
+		 * active set while others wait in its line: give it back, and go
+		 * to the gate, whose sleep holds nothing of the word (only time,
+		 * which the interleavings cover).  Once per acquisition: the
+		 * gate admits it, and lock_queued() asks no more.
+		 */
+		outsider = 1;
+		goto give_back
+#endif
 	:: !may_steal(x & NOT_BYTE) ->
+give_back:
 		/* the word judged, as free, goes on to lock_slow (must_rest() sees the bound) */
 		w = x & NOT_BYTE;
 		/* release(): give it back as an unlock would, before any critical section */

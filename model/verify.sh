@@ -137,6 +137,17 @@ if [ $quick -eq 0 ]; then
 		"3 threads x 1, strict FIFO (TICKET_BYPASS=0)"
 fi
 
+# The active set (TICKET_ACTIVE): an outsider gives back a lock it could
+# keep, once per acquisition, and goes to the gate (only time).
+check safety-2t-b1-active pass "-DNT=2 -DNACQ=2 -DBYPASS=1 -DACTIVE=1" "$SAFE" "$M" \
+	"2 threads x 2, TICKET_BYPASS=1, active set's give-back: mutual exclusion, tickets, bypass bound"
+if [ $quick -eq 0 ]; then
+	check safety-3t-b1-active pass "-DNT=3 -DNACQ=1 -DBYPASS=1 -DACTIVE=1" "$SAFE" "$M" \
+		"3 threads x 1, TICKET_BYPASS=1, active set's give-back"
+	check progress-2t-b1-active pass "-DNT=2 -DNACQ=2 -DBYPASS=1 -DACTIVE=1 -DPROGRESS" "$LIVE" "-a -f $M" \
+		"2 threads x 2, active set's give-back: every lock() returns (LTL, weak fairness)"
+fi
+
 # The real model: progress under weak fairness, naps as the C.
 check progress-2t-b1 pass "-DNT=2 -DNACQ=2 -DBYPASS=1 -DPROGRESS" "$LIVE" "-a -f $M" \
 	"2 threads x 2: every lock() returns (LTL, weak fairness)"

@@ -19,6 +19,8 @@
  */
 #include "fork.h"
 
+#include "active.h"
+
 #include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -115,6 +117,7 @@ static void in_child(void)
 		if (lock != NULL)
 			empty_queue(lock);
 	}
+	ts_active_after_fork();
 }
 
 void ts_fork_init(void)

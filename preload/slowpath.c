@@ -128,6 +128,7 @@
  */
 #include "slowpath.h"
 
+#include "active.h"
 #include "backoff.h"
 #include "fork.h"
 #include "misuse.h"
@@ -893,6 +894,7 @@ static __attribute__((noinline)) void lock_queued(ts_word_t *lock, uint32_t word
 	bool wait_timed = false;   /* TICKET_STATS: the wait began at that spin or rest */
 	uint8_t ticket = 0;
 	ts_word_t *before;
+	struct ts_admission admission = { 0 };
 
 	w.entry = ts_delay_entry_claim(cfg, hash, &w.delay, &w.next_delay);
 	/*
@@ -901,6 +903,9 @@ static __attribute__((noinline)) void lock_queued(ts_word_t *lock, uint32_t word
 	 * (fork.c empties only the queues noted).  Noting a lock we then steal
 	 * costs the child nothing: it has no thread in any queue.
 	 */
+	ts_active_admit(cfg, lock, hash, word, &admission);
+	if (admission.passive)
+		word = __atomic_load_n(lock, __ATOMIC_RELAXED);
 	before = ts_fork_queued(lock);
 	for (;;) {
 		if (try_steal(cfg, lock, &word))
@@ -971,14 +976,15 @@ static __attribute__((noinline)) void lock_queued(ts_word_t *lock, uint32_t word
  * With our turn over we give it back too: ts_lock_slow() yields holding
  * nothing.
  */
-static bool keep_or_give_back(const struct ts_config *cfg, ts_word_t *lock, uint32_t *word)
+static bool keep_or_give_back(const struct ts_config *cfg, ts_word_t *lock, uint32_t *word,
+                              bool may_keep)
 {
 	uint32_t seen = __atomic_load_n(lock, __ATOMIC_RELAXED);
 
 	for (;;) {
 		uint32_t as_free = seen & ~TS_LOCK_BYTE;
 
-		if (!turn.yield_due && may_steal(cfg, as_free)) {
+		if (may_keep && !turn.yield_due && may_steal(cfg, as_free)) {
 			uint32_t kept = stolen(as_free);
 
 			/* Relaxed: the exchange acquired the lock; this only counts. */
@@ -1010,14 +1016,16 @@ int ts_lock_slow(ts_word_t *lock, uint8_t was, const void *caller)
 	const struct ts_config *cfg = ts_config();
 	uint32_t word;
 	bool yielded = false;
+	bool outsider;
 
 	/* The byte our exchange replaced is the lock's own: judge it (misuse.c). */
 	if (__builtin_expect(ts_byte_is_foreign(was), 0)) {
 		word = __atomic_load_n(lock, __ATOMIC_RELAXED);
 		(void)ts_misuse_suspect_word(lock, (word & ~TS_LOCK_BYTE) | was, ts_next(word), caller);
 	}
+	outsider = ts_active_outsider(cfg, lock, __atomic_load_n(lock, __ATOMIC_RELAXED));
 	if (!(was & TS_LOCKED)) {
-		if (keep_or_give_back(cfg, lock, &word)) {
+		if (keep_or_give_back(cfg, lock, &word, !outsider)) {
 			if (__builtin_expect(cfg->stats != NULL, 0))
 				stats_record_steal(lock, caller, false);
 			return 0;
@@ -1031,7 +1039,7 @@ int ts_lock_slow(ts_word_t *lock, uint8_t was, const void *caller)
 	 * Steal first, with nothing set up: in a holder's burst, that is every
 	 * acquisition.
 	 */
-	if (try_steal(cfg, lock, &word)) {
+	if (!outsider && try_steal(cfg, lock, &word)) {
 		if (__builtin_expect(cfg->stats != NULL, 0))
 			stats_record_steal(lock, caller, yielded);
 		return 0;

@@ -50,7 +50,7 @@ struct hold_report {
  * or @hold_ms pass, then release, and it gets the lock one way or another.
  * Its CPU time tells a spin from a prompt ticket whatever the scheduler did.
  */
-static struct hold_report hold_while_one_arrives(uint32_t queue, uint64_t hold_ms,
+static __attribute__((unused)) struct hold_report hold_while_one_arrives(uint32_t queue, uint64_t hold_ms,
                                                  struct arrival *a)
 {
 	struct hold_report r = { 0 };
@@ -89,7 +89,7 @@ static struct hold_report hold_while_one_arrives(uint32_t queue, uint64_t hold_m
  * head that slept instead of watching (it lost its CPU) notes nothing: tried
  * again.  Leaves the lock idle.
  */
-static void a_watching_head_takes_after(uint32_t bypassed)
+static __attribute__((unused)) void a_watching_head_takes_after(uint32_t bypassed)
 {
 	for (int attempt = 0; attempt < 50; attempt++) {
 		uint64_t start = ts_now_ns();

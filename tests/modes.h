@@ -14,6 +14,7 @@
 	X(auto_yield, MODE_ENV("TICKET_DELAY=auto", "TICKET_WAIT=yield"))                 \
 	X(auto_park, MODE_ENV("TICKET_DELAY=auto", "TICKET_WAIT=park", "TICKET_SPIN=50")) \
 	X(auto_no_prespin, MODE_ENV("TICKET_DELAY=auto", "TICKET_PRESPIN_US=0"))          \
+	X(active_1, MODE_ENV("TICKET_ACTIVE=1", "TICKET_ACTIVE_US=200"))                  \
 	X(defaults, MODE_ENV("TICKET_DELAY="))
 
 #endif

@@ -6,6 +6,7 @@
 #include <criterion/criterion.h>
 #include <stdlib.h>
 
+#include "active.h"
 #include "options.h"
 #include "ticket_lock.h"
 #include "probe_run.h"
@@ -40,6 +41,8 @@ Test(config, defaults)
 	cr_assert_eq(cfg.rest_us, 500);
 	cr_assert_eq(cfg.turn_us, 500);
 	cr_assert_eq(cfg.prespin_us, 3);
+	cr_assert_eq(cfg.active, 0, "the active set is off unless asked for");
+	cr_assert_eq(cfg.active_us, 1000);
 	cr_assert(!cfg.strict && !cfg.verbose);
 }
 
@@ -99,6 +102,21 @@ Test(config, good_values)
 	cr_assert_eq(cfg.prespin_us, 0);
 	cr_assert_eq(parse_with("TICKET_PRESPIN_US", "100000", &cfg), 0);
 	cr_assert_eq(cfg.prespin_us, 100000);
+	cr_assert_eq(parse_with("TICKET_ACTIVE", "2", &cfg), 0);
+	cr_assert_eq(cfg.active, 2);
+	cr_assert_eq(parse_with("TICKET_ACTIVE", "8", &cfg), 0);
+	cr_assert_eq(cfg.active, 8);
+	cr_assert_eq(parse_with("TICKET_ACTIVE", "off", &cfg), 0);
+	cr_assert_eq(cfg.active, 0);
+	cr_assert_eq(parse_with("TICKET_ACTIVE", "0", &cfg), 0);
+	cr_assert_eq(cfg.active, 0);
+	cr_assert_eq(parse_with("TICKET_ACTIVE", "cpus", &cfg), 0);
+	cr_assert_eq(cfg.active, ts_active_cpus() < TS_ACTIVE_MAX ? ts_active_cpus() : TS_ACTIVE_MAX);
+	cr_assert_geq(cfg.active, 1);
+	cr_assert_eq(parse_with("TICKET_ACTIVE_US", "100", &cfg), 0);
+	cr_assert_eq(cfg.active_us, 100);
+	cr_assert_eq(parse_with("TICKET_ACTIVE_US", "100000", &cfg), 0);
+	cr_assert_eq(cfg.active_us, 100000);
 	cr_assert_eq(parse_with("TICKET_STALL_MS", "0", &cfg), 0);
 	cr_assert_eq(cfg.stall_ms, 0);
 	cr_assert_eq(parse_with("TICKET_STALL_MS", "86400000", &cfg), 0);
@@ -139,6 +157,10 @@ Test(config, bad_values_keep_the_default)
 		{ "TICKET_TURN_US", "0.5" },
 		{ "TICKET_PRESPIN_US", "-1" },     { "TICKET_PRESPIN_US", "100001" },
 		{ "TICKET_PRESPIN_US", "3us" },
+		{ "TICKET_ACTIVE", "9" },          { "TICKET_ACTIVE", "-1" },
+		{ "TICKET_ACTIVE", "cpu" },        { "TICKET_ACTIVE", "2 " },
+		{ "TICKET_ACTIVE_US", "99" },      { "TICKET_ACTIVE_US", "100001" },
+		{ "TICKET_ACTIVE_US", "0" },       { "TICKET_ACTIVE_US", "1ms" },
 		{ "TICKET_STALL_MS", "-1" },       { "TICKET_STALL_MS", "86400001" },
 		{ "TICKET_STALL_MS", "1s" },       { "TICKET_STATS_TOP", "0" },
 		{ "TICKET_STRICT", "yes" },        { "TICKET_VERBOSE", "2" },

@@ -1,0 +1,63 @@
+/*
+ * active.h - the active set (active.c): how many threads contend for a
+ * saturated lock at once.  The others wait off-CPU, holding nothing, and are
+ * rotated in.
+ *
+ * Contract: ts_active_admit() is called by a thread that has failed to take
+ * the lock and holds no ticket, before it may draw one; it returns once the
+ * thread may contend (at once, nearly always, at low contention), having
+ * slept if the set was full.  It holds nothing of the lock's word, so it
+ * cannot hold up the lock's holder or its queue; every sleep in it is
+ * bounded.  Membership is a hint kept per lock hash: a member that exits,
+ * forks away or stops contending leaves a slot that goes stale and is taken
+ * over; it can never make a thread wait for good.
+ */
+#ifndef TICKETSPIN_ACTIVE_H
+#define TICKETSPIN_ACTIVE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "options.h"
+#include "ticket_lock.h"
+
+/* The largest TICKET_ACTIVE (slots per lock hash). */
+#define TS_ACTIVE_MAX 8u
+
+/* What one admission did, for TICKET_STATS. */
+struct ts_admission {
+	bool passive; /* waited in the line, off-CPU, before it was admitted */
+};
+
+/*
+ * Before drawing a ticket for @lock (hash @hash), whose word was @word:
+ * returns when the calling thread is a member of the lock's active set, or
+ * the lock is not saturated (its last watching head was bypassed fewer than
+ * TS_PRESPIN_MAX_BYPASSED times), or the set is off (cfg->active == 0, strict
+ * FIFO, a wait policy other than park, or a PTHREAD_PROCESS_SHARED lock).
+ */
+void ts_active_admit(const struct ts_config *cfg, const ts_word_t *lock, uint32_t hash,
+                     uint32_t word, struct ts_admission *out);
+
+/*
+ * Is the calling thread outside @lock's active set while others sleep
+ * waiting for a place in it?  Then it may not steal: it goes to the gate
+ * (ts_active_admit()) behind them.  Cheap when the set is off or no one
+ * sleeps: a load.
+ */
+bool ts_active_outsider(const struct ts_config *cfg, ts_word_t *lock, uint32_t word);
+
+/* The CPUs this process may run on (TICKET_ACTIVE=cpus), at least 1. */
+uint32_t ts_active_cpus(void);
+
+/* Threads that joined a line, and slots taken from a member whose turn was over. */
+struct ts_active_counts {
+	uint64_t joined;
+	uint64_t evicted;
+};
+void ts_active_counts(struct ts_active_counts *out);
+
+/* In a forked child: no member of any set exists but the caller; empties them all. */
+void ts_active_after_fork(void);
+
+#endif

@@ -1,0 +1,163 @@
+/*
+ * The active set (TICKET_ACTIVE, active.c), through the core linked in:
+ * on a saturated lock (its hint set by a real watching head, arrivals.h),
+ * with one slot, threads that contend are restricted (they join the line)
+ * and rotated in (their first evicts a member whose turn is over), every
+ * thread finishes, and the lock stays exclusive (a plain counter checked
+ * inside and after, as Concurrency Kit's validate harnesses do).  A member
+ * that stops coming (here: a thread that took a slot and exited) holds it
+ * one turn at most.  Checked by counts and outcomes, never by a time: each
+ * test's timeout catches a hang.  Each test sets its environment before the
+ * core first reads it.
+ */
+#include <criterion/criterion.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "active.h"
+#include "options.h"
+#include "ticket_lock.h"
+
+#define THREADS 4
+#define ROUNDS  100000 /* at least, per thread */
+
+static ts_word_t word __attribute__((aligned(64)));
+
+#include "arrivals.h"
+static uint64_t counter;          /* written only under the lock, not atomically */
+static uint32_t inside;           /* threads inside the critical section: 0 or 1 */
+static uint32_t overlaps;         /* critical sections that found another inside */
+static uint64_t per_thread[THREADS];
+static bool stop;
+static pthread_barrier_t start;
+
+static void *contend(void *arg)
+{
+	uint64_t *mine = arg;
+
+	pthread_barrier_wait(&start); /* all at once: contended from the start */
+	while (*mine < ROUNDS || !__atomic_load_n(&stop, __ATOMIC_RELAXED)) {
+		ts_lock(&word, NULL);
+		if (__atomic_fetch_add(&inside, 1, __ATOMIC_RELAXED) != 0)
+			__atomic_fetch_add(&overlaps, 1, __ATOMIC_RELAXED);
+		counter++;
+		(*mine)++;
+		__atomic_fetch_sub(&inside, 1, __ATOMIC_RELAXED);
+		cr_assert(ts_unlock(&word));
+	}
+	return NULL;
+}
+
+/*
+ * Contends from THREADS threads until @done() (never, if the mechanism it
+ * waits for is broken: the test's timeout), then checks the counts: no two
+ * critical sections overlapped, none was lost, the lock is idle.
+ */
+static void run_contenders_until(bool (*done)(void))
+{
+	pthread_t tid[THREADS];
+	uint64_t sum = 0;
+
+	cr_assert_eq(pthread_barrier_init(&start, NULL, THREADS), 0);
+	for (int t = 0; t < THREADS; t++)
+		cr_assert_eq(pthread_create(&tid[t], NULL, contend, &per_thread[t]), 0);
+	while (!done())
+		usleep(1000);
+	__atomic_store_n(&stop, true, __ATOMIC_RELAXED);
+	for (int t = 0; t < THREADS; t++) {
+		pthread_join(tid[t], NULL);
+		cr_assert_geq(per_thread[t], ROUNDS);
+		sum += per_thread[t];
+	}
+	cr_assert_eq(overlaps, 0, "%u critical sections overlapped", overlaps);
+	cr_assert_eq(counter, sum, "counter %llu, acquisitions %llu", (unsigned long long)counter,
+	             (unsigned long long)sum);
+	cr_assert_eq(__atomic_load_n(&word, __ATOMIC_RELAXED), 0, "the lock is not idle: %#x",
+	             __atomic_load_n(&word, __ATOMIC_RELAXED));
+}
+
+static bool restricted_and_rotated(void)
+{
+	struct ts_active_counts c;
+
+	ts_active_counts(&c);
+	return c.joined > 0 && c.evicted > 0;
+}
+
+static bool at_once(void)
+{
+	return true;
+}
+
+/*
+ * Four threads, one slot, short turns: the others must have waited in the
+ * line (a gate that is never reached, or that admits everyone, joins no one)
+ * and been rotated in by eviction (a line that is never served would hang).
+ */
+Test(active, one_slot_restricts_and_rotates_and_everyone_finishes, .timeout = 60)
+{
+	struct ts_active_counts c;
+
+	setenv("TICKET_ACTIVE", "1", 1);
+	setenv("TICKET_ACTIVE_US", "200", 1);
+	cr_assert_eq(ts_config()->active, 1);
+	a_watching_head_takes_after(TS_PRESPIN_MAX_BYPASSED); /* saturated, as contention leaves it */
+	run_contenders_until(restricted_and_rotated);
+	ts_active_counts(&c);
+	cr_assert_gt(c.joined, 0, "no thread was restricted");
+	cr_assert_gt(c.evicted, 0, "no turn ended: the line was never rotated");
+}
+
+/*
+ * With the set off (the default) nothing joins a line: the restriction is
+ * asked for, never imposed.
+ */
+Test(active, off_by_default_restricts_no_one, .timeout = 60)
+{
+	struct ts_active_counts c;
+
+	cr_assert_eq(ts_config()->active, 0);
+	run_contenders_until(at_once);
+	ts_active_counts(&c);
+	cr_assert_eq(c.joined, 0);
+	cr_assert_eq(c.evicted, 0);
+}
+
+/* A thread that becomes the only member, then exits without giving its slot back. */
+static void *take_a_slot_and_exit(void *arg)
+{
+	(void)arg;
+	ts_lock(&word, NULL); /* held by main: the slow path, the gate, a free slot */
+	cr_assert(ts_unlock(&word));
+	return NULL;
+}
+
+/*
+ * A member that vanished holds its slot one turn at most: the threads that
+ * come after it are admitted by evicting it (without eviction the first of
+ * the line would wait for good), and finish.
+ */
+Test(active, a_member_that_exited_is_evicted, .timeout = 60)
+{
+	struct ts_active_counts c;
+	pthread_t tid;
+
+	setenv("TICKET_ACTIVE", "1", 1);
+	setenv("TICKET_ACTIVE_US", "1000", 1);
+	a_watching_head_takes_after(TS_PRESPIN_MAX_BYPASSED); /* saturated: the gate restricts */
+	ts_lock(&word, NULL);
+	cr_assert_eq(pthread_create(&tid, NULL, take_a_slot_and_exit, NULL), 0);
+	while (ts_queued(__atomic_load_n(&word, __ATOMIC_RELAXED)) == 0)
+		sched_yield(); /* it has passed the gate and drawn a ticket */
+	cr_assert(ts_unlock(&word));
+	pthread_join(tid, NULL);
+	ts_active_counts(&c);
+	cr_assert_eq(c.joined, 0, "the first contender had a free slot");
+	run_contenders_until(restricted_and_rotated);
+	ts_active_counts(&c);
+	cr_assert_gt(c.evicted, 0, "the vanished member was never evicted");
+}
