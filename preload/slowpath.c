@@ -959,6 +959,7 @@ static __attribute__((noinline)) void lock_queued(ts_word_t *lock, uint32_t word
 		w.st.yields += yielded;
 		if ((w.stats_look_due || how == STOLEN) && !wait_timed)
 			stats_wait_begins(&w, how == STOLEN); /* taken before the first look */
+		w.st.line = admission.passive;
 		if (how != AS_HEAD)
 			w.st.borrows = 1; /* no ticket consumed: counted apart in the totals */
 		stats_record(lock, ticket, caller, &w.st, w.tune ? w.delay : 0);

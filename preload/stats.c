@@ -797,6 +797,7 @@ void ts_stats_record(const void *lock, uint16_t ticket, const void *caller,
 	p->parks = wait->parks;
 	p->rests = wait->rests;
 	p->spins = wait->spins;
+	p->line = wait->line;
 	p->borrows = wait->borrows;
 	p->delay = delay;
 	p->epoch = __atomic_load_n(&init_epochs[hash >> (32 - EPOCH_BITS)], __ATOMIC_RELAXED);

@@ -12,10 +12,12 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include "active.h"
 #include "options.h"
 #include "probe_run.h"
 #include "slowpath.h"
 #include "stats.h"
+#include "ticket_lock.h"
 
 static ts_word_t word __attribute__((aligned(64))); /* the lock of arrivals.h */
 
@@ -99,7 +101,7 @@ static char *report(uint32_t top, long *nlocks)
 
 /* The report's row for @lock, parsed; false when there is none. */
 struct row {
-	unsigned long long total, contended, yields, parks, rests, spins, borrows, holds;
+	unsigned long long total, contended, yields, parks, rests, spins, line, borrows, holds;
 	double wait_total_ms, wait_mean, wait_p99, wait_max; /* us */
 	char hold_mean[32], hold_p99[32], hold_max[32];
 	double ahead_avg, polls;
@@ -118,13 +120,13 @@ static bool row_of(const char *text, const void *lock, struct row *row)
 		return false;
 	line += strlen(key);
 	cr_assert_eq(sscanf(line, "%llu %llu %lf %lf %lf %lf %31s %31s %31s %llu %lf/%u %lf %63s "
-	                          "%llu %llu %llu %llu %u %llu %511[^\n]",
+	                          "%llu %llu %llu %llu %llu %u %llu %511[^\n]",
 	                    &row->total, &row->contended, &row->wait_total_ms, &row->wait_mean,
 	                    &row->wait_p99, &row->wait_max, row->hold_mean, row->hold_p99,
 	                    row->hold_max, &row->holds, &row->ahead_avg, &row->ahead_max,
 	                    &row->polls, row->delay, &row->yields, &row->parks, &row->rests,
-	                    &row->spins, &row->threads, &row->borrows, row->site),
-	             21, "cannot parse: %s", line);
+	                    &row->spins, &row->line, &row->threads, &row->borrows, row->site),
+	             22, "cannot parse: %s", line);
 	return true;
 }
 
@@ -441,6 +443,67 @@ Test(stats_prespin, a_spin_before_queueing_counts_in_spun, .timeout = 10)
 	cr_assert_eq(row.spins, 1, "one acquisition began with a spin:\n%s", text);
 	cr_assert_geq(row.borrows, 1, "the spin ended in a steal:\n%s", text);
 	cr_assert_eq(row.rests, 0, "%s", text);
+}
+
+/*
+ * The active set (TICKET_ACTIVE; active.c) counts in "line": four threads
+ * contend for one lock with one slot and short turns; the acquisitions that
+ * waited in the line are counted, and are some of the contended ones.  Read
+ * with the statistics' settings at the suite's start.
+ */
+static void stats_on_with_active_set(void)
+{
+	setenv("TICKET_ACTIVE", "1", 1);
+	setenv("TICKET_ACTIVE_US", "200", 1);
+	stats_on();
+}
+
+TestSuite(stats_active, .init = stats_on_with_active_set, .fini = stats_done);
+
+static ts_word_t active_lock;
+static uint64_t active_count; /* under active_lock */
+static pthread_barrier_t active_start;
+static bool active_stop;
+
+static void *contend_on_active_lock(void *arg)
+{
+	uint64_t *mine = arg;
+
+	pthread_barrier_wait(&active_start); /* all at once: contended from the start */
+	while (!__atomic_load_n(&active_stop, __ATOMIC_RELAXED)) {
+		ts_lock(&active_lock, NULL);
+		active_count++;
+		(*mine)++;
+		cr_assert(ts_unlock(&active_lock));
+	}
+	return NULL;
+}
+
+Test(stats_active, waits_in_the_line_count_in_line, .timeout = 60)
+{
+	pthread_t tid[4];
+	uint64_t made[4] = { 0 }, sum = 0;
+	struct ts_active_counts c;
+	struct row row;
+	long n;
+
+	cr_assert_eq(ts_config()->active, 1u);
+	cr_assert_eq(pthread_barrier_init(&active_start, NULL, 4), 0);
+	for (int t = 0; t < 4; t++)
+		cr_assert_eq(pthread_create(&tid[t], NULL, contend_on_active_lock, &made[t]), 0);
+	do /* until a thread has waited in the line (never: the test's timeout) */
+		usleep(1000), ts_active_counts(&c);
+	while (c.joined == 0);
+	__atomic_store_n(&active_stop, true, __ATOMIC_RELAXED);
+	for (int t = 0; t < 4; t++) {
+		pthread_join(tid[t], NULL);
+		sum += made[t];
+	}
+	cr_assert_eq(active_count, sum);
+	char *text = report(20, &n);
+	cr_assert(row_of(text, &active_lock, &row), "%s", text);
+	cr_assert_gt(row.line, 0, "no acquisition counted in the line:\n%s", text);
+	cr_assert_leq(row.line, row.contended, "%s", text);
 }
 
 /* ---- a contended program under the preload -------------------------------- */
