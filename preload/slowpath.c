@@ -119,6 +119,14 @@
  *     (step 3); with an empty queue the thread becomes the head, which runs;
  *     after a rest it queues, so that two threads take turns (step 4).
  *
+ *  8. Active set (TICKET_ACTIVE, opt-in; active.c).  Before it may draw a
+ *     ticket, a thread that failed to take a saturated lock passes a gate
+ *     that lets at most TICKET_ACTIVE threads contend; the others sleep in
+ *     a FIFO line, holding nothing, and are rotated in by turns.  While the
+ *     line is not empty a thread outside the set does not steal: the
+ *     exchange's free lock is given back (keep_or_give_back()) and the
+ *     thread goes to the gate.  Nothing else here changes.
+ *
  * Strict FIFO (TICKET_QUEUE=0, TICKET_BYPASS=0, and every lock initialised
  * PTHREAD_PROCESS_SHARED, whose waiters sleep on the word): no steal, no
  * escape, no restriction, no rest: a thread keeps a free lock only with an
