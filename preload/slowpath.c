@@ -1032,7 +1032,9 @@ int ts_lock_slow(ts_word_t *lock, uint8_t was, const void *caller)
 		word = __atomic_load_n(lock, __ATOMIC_RELAXED);
 		(void)ts_misuse_suspect_word(lock, (word & ~TS_LOCK_BYTE) | was, ts_next(word), caller);
 	}
-	outsider = ts_active_outsider(cfg, lock, __atomic_load_n(lock, __ATOMIC_RELAXED));
+	/* With the active set off (the default) not even a load: the holder's bursts come here. */
+	outsider = __builtin_expect(cfg->active != 0, 0) &&
+	           ts_active_outsider(cfg, lock, __atomic_load_n(lock, __ATOMIC_RELAXED));
 	if (!(was & TS_LOCKED)) {
 		if (keep_or_give_back(cfg, lock, &word, !outsider)) {
 			if (__builtin_expect(cfg->stats != NULL, 0))
