@@ -9,8 +9,8 @@
  * slept if the set was full.  It holds nothing of the lock's word, so it
  * cannot hold up the lock's holder or its queue; every sleep in it is
  * bounded.  Membership is a hint kept per lock hash: a member that exits,
- * forks away or stops contending leaves a slot that goes stale and is taken
- * over; it can never make a thread wait for good.
+ * forks away or stops contending keeps its slot until its turn is over, when
+ * the first of the line takes it; it can never make a thread wait for good.
  */
 #ifndef TICKETSPIN_ACTIVE_H
 #define TICKETSPIN_ACTIVE_H
