@@ -83,7 +83,6 @@
 
 #define SLOT_FREE ((uintptr_t)0)
 
-
 struct active_slot {
 	uintptr_t owner;   /* SLOT_FREE, or a member's token */
 	uint64_t since_ns; /* when the owner took it: its turn ends TICKET_ACTIVE_US later */
@@ -129,9 +128,9 @@ uint32_t ts_active_cpus(void)
 	return n > 0 ? (uint32_t)n : 1u;
 }
 
-static struct active_room *room_of(ts_word_t *lock)
+static struct active_room *room_of(uint32_t hash)
 {
-	return &rooms[ts_lock_hash(lock) % TS_ACTIVE_ROOMS];
+	return &rooms[hash % TS_ACTIVE_ROOMS];
 }
 
 static uint64_t turn_ns(const struct ts_config *cfg)
@@ -223,23 +222,6 @@ static bool claim(const struct ts_config *cfg, struct active_room *room, uint64_
 	return false;
 }
 
-/*
- * Is @lock saturated: did its last watching head let TS_PRESPIN_MAX_BYPASSED
- * steals or more pass before it took the lock (slowpath.c)?  Short critical
- * sections at 8 and 16 threads: 16 to 63 at work 0 and 30, 4 to 15 at work
- * 100, 0 to 3 at work 1000, where the lock comes free between acquisitions
- * and a thread that failed to take it gets it within a critical section:
- * restricting it there cost fairness (16 threads, work 1000, the slowest
- * run's 0.44 against 0.53; bench/locks, 5 interleaved runs).  A hint by lock
- * hash: unknown (no head has watched yet) is no.
- */
-static bool saturated(const ts_word_t *lock)
-{
-	uint32_t seen = ts_head_bypassed(lock);
-
-	return seen != 0 && seen - 1u >= TS_PRESPIN_MAX_BYPASSED;
-}
-
 /* FUTEX_WAIT_BITSET on @room's serving word while it holds @serving, until @deadline_ns. */
 static void sleep_in_line(struct active_room *room, uint32_t serving, uint32_t number,
                           uint64_t deadline_ns)
@@ -281,8 +263,7 @@ static void wait_in_line(const struct ts_config *cfg, struct active_room *room)
 	}
 }
 
-void ts_active_admit(const struct ts_config *cfg, const ts_word_t *lock, uint32_t hash,
-                     uint32_t word, struct ts_admission *out)
+bool ts_active_admit(const struct ts_config *cfg, uint32_t hash, uint32_t word)
 {
 	struct active_room *room;
 	uint64_t unused;
@@ -290,18 +271,27 @@ void ts_active_admit(const struct ts_config *cfg, const ts_word_t *lock, uint32_
 	/* Strict FIFO restricts nothing; a shared lock's waiters are in other processes too. */
 	if (cfg->active == 0 || cfg->wait != TS_WAIT_PARK || cfg->bypass_max == 0 ||
 	    (word & TS_SHARED))
-		return;
-	room = &rooms[hash % TS_ACTIVE_ROOMS];
+		return false;
+	room = room_of(hash);
 	if (is_member(room))
-		return;
+		return false;
 	if (me.room != NULL)
 		leave_set(); /* one set at a time (or our slot was taken: nothing to give back) */
-	if (!saturated(lock))
-		return; /* low contention: nothing is restricted */
+	/*
+	 * Low contention: nothing is restricted.  Saturated is the lock's last
+	 * watching head bypassed 4 times or more (slowpath.c): 16 to 63 at work
+	 * 0 and 30 at 8 and 16 threads, 4 to 15 at work 100, 0 to 3 at work
+	 * 1000, where a thread that failed to take the lock gets it within a
+	 * critical section: restricting it there cost fairness (16 threads,
+	 * work 1000, the slowest run's 0.44 against 0.53; bench/locks, 5
+	 * interleaved runs).
+	 */
+	if (!ts_lock_saturated(hash))
+		return false;
 	if (line_empty(room) && claim(cfg, room, ts_now_ns(), false, &unused))
-		return;
-	out->passive = true;
+		return false;
 	wait_in_line(cfg, room);
+	return true;
 }
 
 bool ts_active_outsider(const struct ts_config *cfg, ts_word_t *lock, uint32_t word)
@@ -310,7 +300,7 @@ bool ts_active_outsider(const struct ts_config *cfg, ts_word_t *lock, uint32_t w
 
 	if (cfg->active == 0 || (word & TS_SHARED))
 		return false;
-	room = room_of(lock);
+	room = room_of(ts_lock_hash(lock));
 	return !line_empty(room) && !is_member(room);
 }
 

@@ -24,20 +24,15 @@
 /* The largest TICKET_ACTIVE (slots per lock hash). */
 #define TS_ACTIVE_MAX 8u
 
-/* What one admission did, for TICKET_STATS. */
-struct ts_admission {
-	bool passive; /* waited in the line, off-CPU, before it was admitted */
-};
-
 /*
- * Before drawing a ticket for @lock (hash @hash), whose word was @word:
+ * Before drawing a ticket for the lock of hash @hash, whose word was @word:
  * returns when the calling thread is a member of the lock's active set, or
  * the lock is not saturated (its last watching head was bypassed fewer than
  * TS_PRESPIN_MAX_BYPASSED times), or the set is off (cfg->active == 0, strict
  * FIFO, a wait policy other than park, or a PTHREAD_PROCESS_SHARED lock).
+ * True if it waited in the line, off-CPU, first (for TICKET_STATS).
  */
-void ts_active_admit(const struct ts_config *cfg, const ts_word_t *lock, uint32_t hash,
-                     uint32_t word, struct ts_admission *out);
+bool ts_active_admit(const struct ts_config *cfg, uint32_t hash, uint32_t word);
 
 /*
  * Is the calling thread outside @lock's active set while others sleep

@@ -747,6 +747,18 @@ static bool lock_left_free_between_acquisitions(uint32_t hash)
 }
 
 /*
+ * The other side of the same hint, for the active set (active.c): its last
+ * watching head was bypassed TS_PRESPIN_MAX_BYPASSED times or more.
+ * Unknown is no here too.
+ */
+bool ts_lock_saturated(uint32_t hash)
+{
+	uint32_t seen = head_bypassed(hash);
+
+	return seen != 0 && seen - 1u >= TS_PRESPIN_MAX_BYPASSED;
+}
+
+/*
  * Found @word held before queueing: spin outside the queue first (step 7)?
  * Only behind a head that does not watch: woken and not yet running, or
  * asleep, so that a ticket drawn now means sleeping until every waiter
@@ -902,7 +914,7 @@ static __attribute__((noinline)) void lock_queued(ts_word_t *lock, uint32_t word
 	bool wait_timed = false;   /* TICKET_STATS: the wait began at that spin or rest */
 	uint8_t ticket = 0;
 	ts_word_t *before;
-	struct ts_admission admission = { 0 };
+	bool lined_up;             /* waited in the active set's line (step 8) */
 
 	w.entry = ts_delay_entry_claim(cfg, hash, &w.delay, &w.next_delay);
 	/*
@@ -911,8 +923,8 @@ static __attribute__((noinline)) void lock_queued(ts_word_t *lock, uint32_t word
 	 * (fork.c empties only the queues noted).  Noting a lock we then steal
 	 * costs the child nothing: it has no thread in any queue.
 	 */
-	ts_active_admit(cfg, lock, hash, word, &admission);
-	if (admission.passive)
+	lined_up = ts_active_admit(cfg, hash, word);
+	if (lined_up)
 		word = __atomic_load_n(lock, __ATOMIC_RELAXED);
 	before = ts_fork_queued(lock);
 	for (;;) {
@@ -967,7 +979,7 @@ static __attribute__((noinline)) void lock_queued(ts_word_t *lock, uint32_t word
 		w.st.yields += yielded;
 		if ((w.stats_look_due || how == STOLEN) && !wait_timed)
 			stats_wait_begins(&w, how == STOLEN); /* taken before the first look */
-		w.st.line = admission.passive;
+		w.st.line = lined_up;
 		if (how != AS_HEAD)
 			w.st.borrows = 1; /* no ticket consumed: counted apart in the totals */
 		stats_record(lock, ticket, caller, &w.st, w.tune ? w.delay : 0);

@@ -32,4 +32,10 @@
  */
 uint32_t ts_head_bypassed(const void *lock);
 
+/*
+ * Is the lock of @hash saturated, by that hint: was its last watching head
+ * bypassed TS_PRESPIN_MAX_BYPASSED times or more?  False when unknown.
+ */
+bool ts_lock_saturated(uint32_t hash);
+
 #endif
