@@ -3,13 +3,16 @@
  * tests that link the core (test_bypass.c, test_stats.c): a thread that
  * takes the lock once, we holding it meanwhile over a ghost queue; and a
  * real head that watches, to set the lock's head-bypassed hint (slowpath.c,
- * step 7).  The including file includes Criterion and defines the lock,
+ * step 7); and a crowd of threads that contend for it until a condition
+ * holds, its counts checked as Concurrency Kit's validate harnesses check
+ * theirs.  The including file includes Criterion and defines the lock,
  * `word`, first.
  */
 #ifndef TICKETSPIN_TESTS_ARRIVALS_H
 #define TICKETSPIN_TESTS_ARRIVALS_H
 
 #include <pthread.h>
+#include <stdbool.h>
 #include <sched.h>
 #include <stdint.h>
 #include <time.h>
@@ -50,8 +53,8 @@ struct hold_report {
  * or @hold_ms pass, then release, and it gets the lock one way or another.
  * Its CPU time tells a spin from a prompt ticket whatever the scheduler did.
  */
-static __attribute__((unused)) struct hold_report hold_while_one_arrives(uint32_t queue, uint64_t hold_ms,
-                                                 struct arrival *a)
+static inline struct hold_report hold_while_one_arrives(uint32_t queue, uint64_t hold_ms,
+                                                        struct arrival *a)
 {
 	struct hold_report r = { 0 };
 	struct timespec cpu;
@@ -89,7 +92,7 @@ static __attribute__((unused)) struct hold_report hold_while_one_arrives(uint32_
  * head that slept instead of watching (it lost its CPU) notes nothing: tried
  * again.  Leaves the lock idle.
  */
-static __attribute__((unused)) void a_watching_head_takes_after(uint32_t bypassed)
+static inline void a_watching_head_takes_after(uint32_t bypassed)
 {
 	for (int attempt = 0; attempt < 50; attempt++) {
 		uint64_t start = ts_now_ns();
@@ -115,6 +118,62 @@ static __attribute__((unused)) void a_watching_head_takes_after(uint32_t bypasse
 			return;
 	}
 	cr_assert_fail("no head watched the lock in 50 attempts (hint %u)", ts_head_bypassed(&word));
+}
+
+/* The crowd: CROWD threads, each at least CROWD_ROUNDS acquisitions. */
+#define CROWD        4
+#define CROWD_ROUNDS 100000
+
+static uint64_t crowd_counter;  /* written only under the lock, not atomically */
+static uint32_t crowd_inside;   /* threads inside the critical section: 0 or 1 */
+static uint32_t crowd_overlaps; /* critical sections that found another inside */
+static uint64_t crowd_made[CROWD];
+static bool crowd_stop;
+static pthread_barrier_t crowd_start;
+
+static inline void *crowd_thread(void *arg)
+{
+	uint64_t *mine = arg;
+
+	pthread_barrier_wait(&crowd_start); /* all at once: contended from the start */
+	while (*mine < CROWD_ROUNDS || !__atomic_load_n(&crowd_stop, __ATOMIC_RELAXED)) {
+		ts_lock(&word, NULL);
+		if (__atomic_fetch_add(&crowd_inside, 1, __ATOMIC_RELAXED) != 0)
+			__atomic_fetch_add(&crowd_overlaps, 1, __ATOMIC_RELAXED);
+		crowd_counter++;
+		(*mine)++;
+		__atomic_fetch_sub(&crowd_inside, 1, __ATOMIC_RELAXED);
+		cr_assert(ts_unlock(&word));
+	}
+	return NULL;
+}
+
+/*
+ * Contends from CROWD threads until @done() (never, if the mechanism it
+ * waits for is broken: the test's timeout), then checks the counts: no two
+ * critical sections overlapped, none was lost, the lock is idle.
+ */
+static inline void contend_until(bool (*done)(void))
+{
+	pthread_t tid[CROWD];
+	uint64_t sum = 0;
+
+	cr_assert_eq(pthread_barrier_init(&crowd_start, NULL, CROWD), 0);
+	for (int t = 0; t < CROWD; t++)
+		cr_assert_eq(pthread_create(&tid[t], NULL, crowd_thread, &crowd_made[t]), 0);
+	while (!done())
+		usleep(1000);
+	__atomic_store_n(&crowd_stop, true, __ATOMIC_RELAXED);
+	for (int t = 0; t < CROWD; t++) {
+		pthread_join(tid[t], NULL);
+		cr_assert_geq(crowd_made[t], CROWD_ROUNDS);
+		sum += crowd_made[t];
+	}
+	cr_assert_eq(crowd_overlaps, 0, "%u critical sections overlapped", crowd_overlaps);
+	cr_assert_eq(crowd_counter, sum, "counter %llu, acquisitions %llu",
+	             (unsigned long long)crowd_counter, (unsigned long long)sum);
+	cr_assert_eq(__atomic_load_n(&word, __ATOMIC_RELAXED), 0, "the lock is not idle: %#x",
+	             __atomic_load_n(&word, __ATOMIC_RELAXED));
 }
 
 #endif

@@ -22,63 +22,9 @@
 #include "options.h"
 #include "ticket_lock.h"
 
-#define THREADS 4
-#define ROUNDS  100000 /* at least, per thread */
-
-static ts_word_t word __attribute__((aligned(64)));
+static ts_word_t word __attribute__((aligned(64))); /* the lock of arrivals.h */
 
 #include "arrivals.h"
-static uint64_t counter;          /* written only under the lock, not atomically */
-static uint32_t inside;           /* threads inside the critical section: 0 or 1 */
-static uint32_t overlaps;         /* critical sections that found another inside */
-static uint64_t per_thread[THREADS];
-static bool stop;
-static pthread_barrier_t start;
-
-static void *contend(void *arg)
-{
-	uint64_t *mine = arg;
-
-	pthread_barrier_wait(&start); /* all at once: contended from the start */
-	while (*mine < ROUNDS || !__atomic_load_n(&stop, __ATOMIC_RELAXED)) {
-		ts_lock(&word, NULL);
-		if (__atomic_fetch_add(&inside, 1, __ATOMIC_RELAXED) != 0)
-			__atomic_fetch_add(&overlaps, 1, __ATOMIC_RELAXED);
-		counter++;
-		(*mine)++;
-		__atomic_fetch_sub(&inside, 1, __ATOMIC_RELAXED);
-		cr_assert(ts_unlock(&word));
-	}
-	return NULL;
-}
-
-/*
- * Contends from THREADS threads until @done() (never, if the mechanism it
- * waits for is broken: the test's timeout), then checks the counts: no two
- * critical sections overlapped, none was lost, the lock is idle.
- */
-static void run_contenders_until(bool (*done)(void))
-{
-	pthread_t tid[THREADS];
-	uint64_t sum = 0;
-
-	cr_assert_eq(pthread_barrier_init(&start, NULL, THREADS), 0);
-	for (int t = 0; t < THREADS; t++)
-		cr_assert_eq(pthread_create(&tid[t], NULL, contend, &per_thread[t]), 0);
-	while (!done())
-		usleep(1000);
-	__atomic_store_n(&stop, true, __ATOMIC_RELAXED);
-	for (int t = 0; t < THREADS; t++) {
-		pthread_join(tid[t], NULL);
-		cr_assert_geq(per_thread[t], ROUNDS);
-		sum += per_thread[t];
-	}
-	cr_assert_eq(overlaps, 0, "%u critical sections overlapped", overlaps);
-	cr_assert_eq(counter, sum, "counter %llu, acquisitions %llu", (unsigned long long)counter,
-	             (unsigned long long)sum);
-	cr_assert_eq(__atomic_load_n(&word, __ATOMIC_RELAXED), 0, "the lock is not idle: %#x",
-	             __atomic_load_n(&word, __ATOMIC_RELAXED));
-}
 
 static bool restricted_and_rotated(void)
 {
@@ -106,7 +52,7 @@ Test(active, one_slot_restricts_and_rotates_and_everyone_finishes, .timeout = 60
 	setenv("TICKET_ACTIVE_US", "200", 1);
 	cr_assert_eq(ts_config()->active, 1);
 	a_watching_head_takes_after(TS_PRESPIN_MAX_BYPASSED); /* saturated, as contention leaves it */
-	run_contenders_until(restricted_and_rotated);
+	contend_until(restricted_and_rotated);
 	ts_active_counts(&c);
 	cr_assert_gt(c.joined, 0, "no thread was restricted");
 	cr_assert_gt(c.evicted, 0, "no turn ended: the line was never rotated");
@@ -121,7 +67,7 @@ Test(active, off_by_default_restricts_no_one, .timeout = 60)
 	struct ts_active_counts c;
 
 	cr_assert_eq(ts_config()->active, 0);
-	run_contenders_until(at_once);
+	contend_until(at_once);
 	ts_active_counts(&c);
 	cr_assert_eq(c.joined, 0);
 	cr_assert_eq(c.evicted, 0);
@@ -157,7 +103,7 @@ Test(active, a_member_that_exited_is_evicted, .timeout = 60)
 	pthread_join(tid, NULL);
 	ts_active_counts(&c);
 	cr_assert_eq(c.joined, 0, "the first contender had a free slot");
-	run_contenders_until(restricted_and_rotated);
+	contend_until(restricted_and_rotated);
 	ts_active_counts(&c);
 	cr_assert_gt(c.evicted, 0, "the vanished member was never evicted");
 }

@@ -447,7 +447,7 @@ Test(stats_prespin, a_spin_before_queueing_counts_in_spun, .timeout = 10)
 
 /*
  * The active set (TICKET_ACTIVE; active.c) counts in "line": four threads
- * contend for one lock with one slot and short turns; the acquisitions that
+ * contend for `word` with one slot and short turns; the acquisitions that
  * waited in the line are counted, and are some of the contended ones.  Read
  * with the statistics' settings at the suite's start.
  */
@@ -460,48 +460,23 @@ static void stats_on_with_active_set(void)
 
 TestSuite(stats_active, .init = stats_on_with_active_set, .fini = stats_done);
 
-static ts_word_t active_lock;
-static uint64_t active_count; /* under active_lock */
-static pthread_barrier_t active_start;
-static bool active_stop;
-
-static void *contend_on_active_lock(void *arg)
+static bool a_thread_waited_in_the_line(void)
 {
-	uint64_t *mine = arg;
+	struct ts_active_counts c;
 
-	pthread_barrier_wait(&active_start); /* all at once: contended from the start */
-	while (!__atomic_load_n(&active_stop, __ATOMIC_RELAXED)) {
-		ts_lock(&active_lock, NULL);
-		active_count++;
-		(*mine)++;
-		cr_assert(ts_unlock(&active_lock));
-	}
-	return NULL;
+	ts_active_counts(&c);
+	return c.joined > 0;
 }
 
 Test(stats_active, waits_in_the_line_count_in_line, .timeout = 60)
 {
-	pthread_t tid[4];
-	uint64_t made[4] = { 0 }, sum = 0;
-	struct ts_active_counts c;
 	struct row row;
 	long n;
 
 	cr_assert_eq(ts_config()->active, 1u);
-	cr_assert_eq(pthread_barrier_init(&active_start, NULL, 4), 0);
-	for (int t = 0; t < 4; t++)
-		cr_assert_eq(pthread_create(&tid[t], NULL, contend_on_active_lock, &made[t]), 0);
-	do /* until a thread has waited in the line (never: the test's timeout) */
-		usleep(1000), ts_active_counts(&c);
-	while (c.joined == 0);
-	__atomic_store_n(&active_stop, true, __ATOMIC_RELAXED);
-	for (int t = 0; t < 4; t++) {
-		pthread_join(tid[t], NULL);
-		sum += made[t];
-	}
-	cr_assert_eq(active_count, sum);
+	contend_until(a_thread_waited_in_the_line); /* the crowd of arrivals.h, counts checked */
 	char *text = report(20, &n);
-	cr_assert(row_of(text, &active_lock, &row), "%s", text);
+	cr_assert(row_of(text, &word, &row), "%s", text);
 	cr_assert_gt(row.line, 0, "no acquisition counted in the line:\n%s", text);
 	cr_assert_leq(row.line, row.contended, "%s", text);
 }
