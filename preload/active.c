@@ -17,30 +17,38 @@
  * and the others are woken once per turn, not at every hand-over.
  *
  * The set.  Per lock hash (locks sharing a hash share a set), TICKET_ACTIVE
- * slots, each naming its member and since when.  A member's turn is
- * TICKET_ACTIVE_US; once it is over, the first thread of the passive line
- * may take the slot (evict it).  Threads come to ts_active_admit() when they
- * failed to take the lock and hold no ticket, or when they are not members
- * while the line is not empty (ts_active_outsider(): no stealing past the
- * line):
+ * slots, each naming its member, since when, and its thread's CPU clock.  A
+ * member's turn is TICKET_ACTIVE_US of its CPU time, or TS_ACTIVE_WALL_TURNS
+ * times that in wall time if it does not run that long; once it is over,
+ * the first thread of the passive line may take the slot (evict it).
+ * Threads come to ts_active_admit() when they failed to take the lock and
+ * hold no ticket, or when they are not members while the line is not empty
+ * (ts_active_outsider(): no stealing past the line):
  *  1. A member passes.
- *  2. Not saturated (the lock's last watching head was bypassed fewer than
- *     TS_PRESPIN_MAX_BYPASSED times before it took the lock): anyone passes.
- *  3. Anyone else takes a free slot if the line is empty, or else joins the
- *     line: a number drawn from the room, and a sleep until the room serves
- *     it.  The first of the line takes a free slot, or the slot whose turn
- *     ended first, as soon as it ends (it sleeps until then), and passes
- *     the line on to the next.
+ *  2. While no one waits in the line: if the lock is not saturated (its last
+ *     watching head was bypassed fewer than TS_PRESPIN_MAX_BYPASSED times
+ *     before it took the lock) anyone passes, else a free slot is taken.
+ *  3. Anyone else joins the line: a number drawn from the room, and a sleep
+ *     until the room serves it.  The first of the line takes a free slot,
+ *     or the slot whose turn ended first, as soon as it ends (it sleeps
+ *     until then), and passes the line on to the next.
  * At low contention nothing is restricted, and the cost is a load of the
  * room (ts_active_outsider()) on the slow path.  The line, once formed,
  * is served by turns only: letting its first pass whenever the hint said
  * "not saturated" (it flips at every take near the threshold) drained the
  * whole line at once, each woken thread waking the next, and filled the CPUs
- * with threads that preempted the holder.  An evicted member is not
+ * with threads that preempted the holder; letting newcomers pass it then
+ * (beside CPU hogs the members' preemptions make the hint flip often) served
+ * them before the line.  Turns of wall time gave a member that a CPU hog
+ * preempted for its turn nothing, and one that ran a hundred thousand
+ * acquisitions; the CPU time is read (clock_gettime() of the member's thread
+ * clock, a system call, no cancellation point) only by the first of the
+ * line, once a turn of wall time is over.  An evicted member is not
  * told: it goes on until its next acquisition that is not a fast path's,
  * finds the slot gone, and joins the line.  So the hand-over leaves no CPU
- * idle while the newcomer wakes, and a member that exited, forked away or
- * lost its CPU holds its slot one turn at most.  A thread is a member of one
+ * idle while the newcomer wakes; a member that exited or forked away holds
+ * its slot one turn at most (its clock is gone), one that blocks or lost its
+ * CPU TS_ACTIVE_WALL_TURNS turns.  A thread is a member of one
  * set at a time: coming to another lock's gate frees its slot, so a thread
  * that sleeps in one line while holding another lock frees its place there
  * first.
@@ -48,7 +56,8 @@
  * Bounds.  A passive thread holds no ticket and nothing of the lock's word:
  * the queue's bounds (slowpath.c) do not count it and it holds up no one.
  * With P threads ahead of it in the line and A slots, it waits at most
- * about P / A + 1 turns (TICKET_ACTIVE_US each) and P wake-ups, and then
+ * about P / A + 1 turns (TICKET_ACTIVE_US of CPU time each, and at most
+ * TS_ACTIVE_WALL_TURNS times that of wall time) and P wake-ups, and then
  * contends for a turn, as a member, under the queue's bounds.  Every sleep
  * is bounded: the first of the line sleeps until the next turn ends, the
  * others TS_ACTIVE_LINE_NAP_NS at most; one that finds the line stuck at the
@@ -70,6 +79,7 @@
 #include "slowpath.h"
 
 #include <limits.h>
+#include <pthread.h>
 #include <linux/futex.h>
 #include <sched.h>
 #include <string.h>
@@ -84,8 +94,10 @@
 #define SLOT_FREE ((uintptr_t)0)
 
 struct active_slot {
-	uintptr_t owner;   /* SLOT_FREE, or a member's token */
-	uint64_t since_ns; /* when the owner took it: its turn ends TICKET_ACTIVE_US later */
+	uintptr_t owner;       /* SLOT_FREE, or a member's token */
+	uint64_t since_ns;     /* when the owner took it (CLOCK_MONOTONIC) */
+	uint64_t cpu_since_ns; /* the owner's CPU time then */
+	clockid_t cpu_clock;   /* the owner's thread CPU clock */
 };
 
 static struct active_room {
@@ -136,6 +148,59 @@ static struct active_room *room_of(uint32_t hash)
 static uint64_t turn_ns(const struct ts_config *cfg)
 {
 	return (uint64_t)cfg->active_us * 1000u;
+}
+
+/* @clock's time, or false if its thread is gone.  A system call, no cancellation point. */
+static bool cpu_time_ns(clockid_t clock, uint64_t *ns)
+{
+	struct timespec ts;
+
+	if (clock_gettime(clock, &ts) != 0)
+		return false;
+	*ns = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+	return true;
+}
+
+/* This thread's CPU clock, which other threads can read (pthread_getcpuclockid(): no system call). */
+static clockid_t my_cpu_clock(void)
+{
+	clockid_t clock;
+
+	if (pthread_getcpuclockid(pthread_self(), &clock) != 0)
+		return CLOCK_MONOTONIC; /* cannot happen for the calling thread; then turns are wall time */
+	return clock;
+}
+
+static uint64_t my_cpu_time_ns(clockid_t clock)
+{
+	uint64_t ns;
+
+	return cpu_time_ns(clock, &ns) ? ns : 0;
+}
+
+/*
+ * When @slot's turn ends, as seen at @now: the end of TICKET_ACTIVE_US of its
+ * owner's CPU time (from now on, at the earliest), capped by the wall-time
+ * limit; @now or earlier if it has ended (or its owner exited).  The slot's
+ * fields may be a previous owner's, read while a new one writes them: a hint,
+ * which moves a turn's end, never the lock's safety.
+ */
+static uint64_t turn_end_ns(const struct ts_config *cfg, struct active_slot *slot, uint64_t now)
+{
+	uint64_t since = __atomic_load_n(&slot->since_ns, __ATOMIC_RELAXED);
+	uint64_t cpu_since = __atomic_load_n(&slot->cpu_since_ns, __ATOMIC_RELAXED);
+	clockid_t clock = __atomic_load_n(&slot->cpu_clock, __ATOMIC_RELAXED);
+	uint64_t wall_end = since + TS_ACTIVE_WALL_TURNS * turn_ns(cfg);
+	uint64_t cpu_now, cpu_used;
+
+	if (now < since + turn_ns(cfg))
+		return since + turn_ns(cfg); /* it cannot have run that long yet: no need to ask */
+	if (now >= wall_end || !cpu_time_ns(clock, &cpu_now))
+		return now;
+	cpu_used = cpu_now - cpu_since;
+	if (cpu_used >= turn_ns(cfg))
+		return now;
+	return now + (turn_ns(cfg) - cpu_used) < wall_end ? now + (turn_ns(cfg) - cpu_used) : wall_end;
 }
 
 static bool line_empty(struct active_room *room)
@@ -201,17 +266,24 @@ static bool claim(const struct ts_config *cfg, struct active_room *room, uint64_
 	for (uint32_t i = 0; i < cfg->active; i++) {
 		struct active_slot *slot = &room->slot[i];
 		uintptr_t owner = __atomic_load_n(&slot->owner, __ATOMIC_SEQ_CST);
-		uint64_t ends = __atomic_load_n(&slot->since_ns, __ATOMIC_RELAXED) + turn_ns(cfg);
+		clockid_t clock;
 
-		if (owner != SLOT_FREE && (!evict || now < ends)) {
-			if (ends < earliest)
-				earliest = ends;
-			continue;
+		if (owner != SLOT_FREE) {
+			uint64_t ends = evict ? turn_end_ns(cfg, slot, now) : UINT64_MAX;
+
+			if (now < ends) {
+				if (ends < earliest)
+					earliest = ends;
+				continue;
+			}
 		}
 		if (!__atomic_compare_exchange_n(&slot->owner, &owner, my_token(), false,
 		                                 __ATOMIC_SEQ_CST, __ATOMIC_RELAXED))
 			continue;
 		__atomic_store_n(&slot->since_ns, now, __ATOMIC_RELAXED);
+		clock = my_cpu_clock();
+		__atomic_store_n(&slot->cpu_clock, clock, __ATOMIC_RELAXED);
+		__atomic_store_n(&slot->cpu_since_ns, my_cpu_time_ns(clock), __ATOMIC_RELAXED);
 		if (owner != SLOT_FREE)
 			__atomic_fetch_add(&counts.evicted, 1, __ATOMIC_RELAXED);
 		me.room = room;
@@ -286,10 +358,12 @@ bool ts_active_admit(const struct ts_config *cfg, uint32_t hash, uint32_t word)
 	 * work 1000, the slowest run's 0.44 against 0.53; bench/locks, 5
 	 * interleaved runs).
 	 */
-	if (!ts_lock_saturated(hash))
-		return false;
-	if (line_empty(room) && claim(cfg, room, ts_now_ns(), false, &unused))
-		return false;
+	if (line_empty(room)) {
+		if (!ts_lock_saturated(hash))
+			return false;
+		if (claim(cfg, room, ts_now_ns(), false, &unused))
+			return false;
+	}
 	wait_in_line(cfg, room);
 	return true;
 }

@@ -8,9 +8,11 @@
  * thread may contend (at once, nearly always, at low contention), having
  * slept if the set was full.  It holds nothing of the lock's word, so it
  * cannot hold up the lock's holder or its queue; every sleep in it is
- * bounded.  Membership is a hint kept per lock hash: a member that exits,
- * forks away or stops contending keeps its slot until its turn is over, when
- * the first of the line takes it; it can never make a thread wait for good.
+ * bounded.  Membership is a hint kept per lock hash: a member's turn is
+ * TICKET_ACTIVE_US of its CPU time, at most TS_ACTIVE_WALL_TURNS turns of
+ * wall time; a member that exits or forks away keeps its slot one turn, one
+ * that blocks or stops contending until its turn is over, when the first of
+ * the line takes it; it can never make a thread wait for good.
  */
 #ifndef TICKETSPIN_ACTIVE_H
 #define TICKETSPIN_ACTIVE_H
@@ -23,6 +25,8 @@
 
 /* The largest TICKET_ACTIVE (slots per lock hash). */
 #define TS_ACTIVE_MAX 8u
+/* The longest turn in wall time, in turns: a member that does not run that long loses its slot. */
+#define TS_ACTIVE_WALL_TURNS 4u
 
 /*
  * Before drawing a ticket for the lock of hash @hash, whose word was @word:

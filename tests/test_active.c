@@ -6,20 +6,25 @@
  * thread finishes, and the lock stays exclusive (a plain counter checked
  * inside and after, as Concurrency Kit's validate harnesses do).  A member
  * that stops coming (here: a thread that took a slot and exited) holds it
- * one turn at most.  Checked by counts and outcomes, never by a time: each
- * test's timeout catches a hang.  Each test sets its environment before the
- * core first reads it.
+ * one turn at most; one that is off-CPU (here: blocked) keeps it for
+ * TS_ACTIVE_WALL_TURNS turns, since a turn is the member's CPU time.  Checked
+ * by counts and outcomes, and that one by a lower bound the mechanism sets
+ * (never by how fast anything ran): each test's timeout catches a hang.  Each
+ * test sets its environment before the core first reads it.
  */
 #include <criterion/criterion.h>
 #include <pthread.h>
 #include <sched.h>
+#include <semaphore.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <unistd.h>
 
 #include "active.h"
+#include "backoff.h"
 #include "options.h"
+#include "parking.h"
 #include "ticket_lock.h"
 
 static ts_word_t word __attribute__((aligned(64))); /* the lock of arrivals.h */
@@ -106,4 +111,57 @@ Test(active, a_member_that_exited_is_evicted, .timeout = 60)
 	contend_until(restricted_and_rotated);
 	ts_active_counts(&c);
 	cr_assert_gt(c.evicted, 0, "the vanished member was never evicted");
+}
+
+static sem_t member_may_go;
+
+/* At the gate of the lock `word` (ts_active_admit() as the slow path calls it): true if it waited. */
+static bool through_the_gate(void)
+{
+	return ts_active_admit(ts_config(), ts_lock_hash(&word), 0);
+}
+
+/* A thread that takes the only slot at the gate, then blocks (no CPU time) keeping it. */
+static void *take_a_slot_and_block(void *arg)
+{
+	__atomic_store_n((bool *)arg, through_the_gate(), __ATOMIC_RELAXED);
+	while (sem_wait(&member_may_go) != 0)
+		;
+	return NULL;
+}
+
+/*
+ * A turn is the member's CPU time (TICKET_ACTIVE_US of it), or
+ * TS_ACTIVE_WALL_TURNS (4) turns of wall time when it does not run: a member
+ * that outside load preempts keeps its place.  So a member that blocks is
+ * evicted no earlier than four turns after it took the slot, however fast or
+ * slow the machine (a lower bound: turns of wall time evicted it after one),
+ * and is evicted then: the next thread at the gate waits in the line until
+ * then, and gets the slot.
+ */
+Test(active, a_member_off_cpu_keeps_its_slot_wall_turns, .timeout = 60)
+{
+	struct ts_active_counts c;
+	uint64_t before_it_came, waited_us;
+	bool member_waited = true;
+	pthread_t tid;
+
+	setenv("TICKET_ACTIVE", "1", 1);
+	setenv("TICKET_ACTIVE_US", "100000", 1);
+	cr_assert_eq(sem_init(&member_may_go, 0, 0), 0);
+	a_watching_head_takes_after(TS_PRESPIN_MAX_BYPASSED); /* saturated: the gate restricts */
+	before_it_came = ts_now_ns();
+	cr_assert_eq(pthread_create(&tid, NULL, take_a_slot_and_block, &member_waited), 0);
+	while (__atomic_load_n(&member_waited, __ATOMIC_RELAXED))
+		usleep(1000); /* until it passed the gate without waiting: a member */
+	cr_assert(through_the_gate(), "the only slot was free");
+	waited_us = (ts_now_ns() - before_it_came) / 1000u;
+	ts_active_counts(&c);
+	cr_assert_eq(c.joined, 1);
+	cr_assert_eq(c.evicted, 1);
+	cr_assert_geq(waited_us, TS_ACTIVE_WALL_TURNS * 100000u,
+	              "the blocked member lost its slot after %llu us, under %u turns",
+	              (unsigned long long)waited_us, TS_ACTIVE_WALL_TURNS);
+	cr_assert_eq(sem_post(&member_may_go), 0);
+	pthread_join(tid, NULL);
 }
