@@ -187,20 +187,22 @@ static uint64_t my_cpu_time_ns(clockid_t clock)
  */
 static uint64_t turn_end_ns(const struct ts_config *cfg, struct active_slot *slot, uint64_t now)
 {
+	uint64_t turn = turn_ns(cfg);
 	uint64_t since = __atomic_load_n(&slot->since_ns, __ATOMIC_RELAXED);
 	uint64_t cpu_since = __atomic_load_n(&slot->cpu_since_ns, __ATOMIC_RELAXED);
 	clockid_t clock = __atomic_load_n(&slot->cpu_clock, __ATOMIC_RELAXED);
-	uint64_t wall_end = since + TS_ACTIVE_WALL_TURNS * turn_ns(cfg);
-	uint64_t cpu_now, cpu_used;
+	uint64_t wall_end = since + TS_ACTIVE_WALL_TURNS * turn;
+	uint64_t cpu_now, cpu_used, cpu_end;
 
-	if (now < since + turn_ns(cfg))
-		return since + turn_ns(cfg); /* it cannot have run that long yet: no need to ask */
+	if (now < since + turn)
+		return since + turn; /* it cannot have run that long yet: no need to ask */
 	if (now >= wall_end || !cpu_time_ns(clock, &cpu_now))
 		return now;
 	cpu_used = cpu_now - cpu_since;
-	if (cpu_used >= turn_ns(cfg))
+	if (cpu_used >= turn)
 		return now;
-	return now + (turn_ns(cfg) - cpu_used) < wall_end ? now + (turn_ns(cfg) - cpu_used) : wall_end;
+	cpu_end = now + (turn - cpu_used);
+	return cpu_end < wall_end ? cpu_end : wall_end;
 }
 
 static bool line_empty(struct active_room *room)
