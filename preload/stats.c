@@ -79,6 +79,7 @@
 #include "log.h"
 #include "maps.h"
 #include "options.h"
+#include "parking.h"
 #include "slowpath.h"
 #include "stats_file.h"
 #include "ticket_lock.h"
@@ -147,14 +148,6 @@ static inline uint64_t stats_clock(void)
 
 	if (__builtin_expect(use_tsc, 1))
 		return __builtin_ia32_rdtsc();
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
-static uint64_t monotonic_ns(void)
-{
-	struct timespec ts;
-
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
@@ -439,7 +432,7 @@ static bool create_stats_file(const struct ts_config *cfg)
 	h->clock = use_tsc ? TS_CLOCK_TSC : TS_CLOCK_NS;
 	h->stats_top = cfg->stats_top;
 	h->delay_tuned = ts_delay_tuned(cfg);
-	h->ns0 = monotonic_ns();
+	h->ns0 = ts_now_ns();
 	h->tsc0 = stats_clock();
 	len = read_small_file("/proc/self/cmdline", cmdline, sizeof(cmdline));
 	for (size_t i = 0; i + 1 < len; i++)
@@ -920,7 +913,7 @@ __attribute__((destructor)) static void stats_at_exit(void)
 	 */
 	if (__atomic_load_n(&file_state, __ATOMIC_ACQUIRE) != FILE_READY)
 		return;
-	header->exit_ns = monotonic_ns();
+	header->exit_ns = ts_now_ns();
 	header->exit_clock = stats_clock();
 	if (report_to_file) {
 		dev_t dev;
