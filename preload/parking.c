@@ -168,11 +168,16 @@ enum ts_sleep ts_sleep_as_head(ts_word_t *lock, uint32_t hash, uint8_t ticket, u
 /* What a rest waits on: never changed, never woken. */
 static uint32_t rest_futex;
 
-void ts_rest(uint32_t us)
+void ts_rest_part(uint32_t us)
 {
 	/* Not futex_sleep(): a rest is neither woken nor a nap that timed out. */
 	futex_wait_for(&rest_futex, FUTEX_WAIT_BITSET_PRIVATE, 0, (uint64_t)us * 1000u,
 	               FUTEX_BITSET_MATCH_ANY);
+}
+
+void ts_rest(uint32_t us)
+{
+	ts_rest_part(us);
 	__atomic_fetch_add(&sleep_counts.rests, 1, __ATOMIC_RELAXED);
 }
 

@@ -88,6 +88,9 @@ void ts_wake_outside(uint32_t hash);
  */
 void ts_rest(uint32_t us);
 
+/* The first part of a rest (slowpath.c, rest()): as ts_rest(), not counted as a rest. */
+void ts_rest_part(uint32_t us);
+
 /*
  * Holding no ticket, gives the CPU to another thread ready to run on it, if
  * any (sched_yield(): no cancellation point): a thread that has run alone

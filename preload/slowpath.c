@@ -818,6 +818,8 @@ static bool must_rest(const struct ts_config *cfg, uint32_t word)
 struct last_rest {
 	ts_word_t *lock;
 	uint64_t ended_ns;
+	uint32_t skips;     /* rests skipped after each rest on @lock (rest()) */
+	uint32_t skips_due; /* of which still to skip */
 };
 static __thread struct last_rest last_rest __attribute__((tls_model("initial-exec")));
 
@@ -861,13 +863,68 @@ static bool rest_is_due(const struct ts_config *cfg, ts_word_t *lock, uint32_t h
 	return !rested_last;
 }
 
-/* Rests on @lock, whose hash is @hash, and notes it: we rested last there. */
-static void rest(const struct ts_config *cfg, ts_word_t *lock, uint32_t hash)
+/*
+ * Marks the free lock @lock: its lock byte becomes TS_REST_MARK, which any
+ * acquisition overwrites.  False if it was not free with a plain byte.
+ */
+static bool mark_free_lock(ts_word_t *lock)
 {
+	uint32_t word = __atomic_load_n(lock, __ATOMIC_RELAXED);
+
+	/* Relaxed: the mark is a free byte's value; it orders nothing. */
+	return ts_lock_byte(word) == 0 &&
+	       __atomic_compare_exchange_n(lock, &word, word | TS_REST_MARK, false,
+	                                   __ATOMIC_RELAXED, __ATOMIC_RELAXED);
+}
+
+/* Was @lock acquired since mark_free_lock()?  Removes the mark if not. */
+static bool acquired_since_mark(ts_word_t *lock)
+{
+	uint32_t word = __atomic_load_n(lock, __ATOMIC_RELAXED);
+
+	while (ts_lock_byte(word) == TS_REST_MARK) {
+		if (__atomic_compare_exchange_n(lock, &word, word & ~TS_LOCK_BYTE, false,
+		                                __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+			return false;
+	}
+	return true;
+}
+
+/*
+ * Rests on @lock, whose hash is @hash, and notes it: we rested last there.
+ * False if this rest is skipped: after a rest in whose second half no one
+ * took the lock (the rest held up everyone, as when the rester holds what
+ * the others need, such as the only permit of a semaphore), this thread
+ * skips its next rests on the lock, twice as many after each such rest (up
+ * to TS_REST_SKIPS_MAX); a rest in which someone took the lock (it ran
+ * alone, as the rest intends) halves the count.  The rest's length hardly
+ * matters there (100 to 500 us cost the same): how often it comes does.
+ */
+static bool rest(const struct ts_config *cfg, ts_word_t *lock, uint32_t hash)
+{
+	bool marked, ran;
+
+	if (last_rest.lock != lock) {
+		last_rest.lock = lock;
+		last_rest.skips = 0;
+		last_rest.skips_due = 0;
+	}
+	if (last_rest.skips_due > 0) {
+		last_rest.skips_due--;
+		return false;
+	}
 	__atomic_store_n(last_rester_slot(hash), (uintptr_t)&rest_token, __ATOMIC_RELAXED);
-	ts_rest(cfg->rest_us);
-	last_rest.lock = lock;
+	ts_rest_part(cfg->rest_us / 2u);
+	marked = mark_free_lock(lock);
+	ts_rest(cfg->rest_us - cfg->rest_us / 2u);
+	ran = !marked || acquired_since_mark(lock);
 	last_rest.ended_ns = ts_now_ns();
+	if (ran)
+		last_rest.skips -= (last_rest.skips + 7u) / 8u;
+	else if (last_rest.skips < TS_REST_SKIPS_MAX)
+		last_rest.skips = last_rest.skips * 2u + 1u;
+	last_rest.skips_due = last_rest.skips;
+	return true;
 }
 
 /*
@@ -940,12 +997,13 @@ static __attribute__((noinline)) void lock_queued(ts_word_t *lock, uint32_t word
 		if (!rest_decided && must_rest(cfg, word)) {
 			rest_decided = true;
 			if (rest_is_due(cfg, lock, hash)) {
-				rested = true;
 				stats_wait_begins_outside(&w, &wait_timed);
-				rest(cfg, lock, hash);
-				w.st.rests = 1;
-				word = __atomic_load_n(lock, __ATOMIC_RELAXED);
-				continue;
+				if (rest(cfg, lock, hash)) {
+					rested = true;
+					w.st.rests = 1;
+					word = __atomic_load_n(lock, __ATOMIC_RELAXED);
+					continue;
+				}
 			}
 		}
 		if (ts_queued(word) < queue_capacity(cfg)) {

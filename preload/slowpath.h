@@ -26,6 +26,9 @@
  */
 #define TS_REST_ALTERNATE 8u
 
+/* The most rests a thread skips after one that held up everyone (slowpath.c, rest()). */
+#define TS_REST_SKIPS_MAX 255u
+
 /*
  * How many steals the last head that watched @lock (or a lock sharing its
  * slot) let pass before it took it, plus one; 0 when no head has watched.

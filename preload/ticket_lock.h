@@ -109,6 +109,7 @@ typedef uint8_t __attribute__((may_alias)) ts_byte_t;
 typedef uint16_t __attribute__((may_alias)) ts_half_t;
 
 #define TS_LOCKED       0x10u
+#define TS_REST_MARK    0x02u /* a free lock byte: no acquisition since a rester marked it */
 #define TS_LOCK_BYTE    0xffu
 #define TS_BYPASS_SHIFT 8
 #define TS_BYPASS_ONE   (1u << TS_BYPASS_SHIFT)

@@ -11,7 +11,10 @@
  *    then queues; the rests alternate: stopped again before another thread
  *    has rested on the lock, it queues at once (checked unless the test
  *    thread lost its CPU for much of that window), but not past
- *    TS_REST_ALTERNATE rests' time.
+ *    TS_REST_ALTERNATE rests' time.  A rest in whose second half no one
+ *    took the lock (the mark it left in the free lock byte is still there)
+ *    held up everyone: the thread skips its next one, three after another
+ *    such rest, and so on; a rest in which someone took the lock keeps them.
  *  - a thread that steals past a queue of two or more whose head does not
  *    watch yields its CPU once per TICKET_TURN_US of it (the turn); not past
  *    a queue of one, not with TICKET_TURN_US=0, not with TICKET_WAIT=spin.
@@ -171,6 +174,43 @@ static void *stopped_in_another_thread(void *arg)
 }
 
 /*
+ * Another thread that takes the lock whenever a rester has marked it: as
+ * any acquisition would, it overwrites the mark (here with a free byte, an
+ * acquisition and its release at once): the rest let someone run.  Until
+ * stop_acquirer().
+ */
+static bool acquirer_stop;
+
+static void *acquire_during_rests(void *arg)
+{
+	(void)arg;
+	while (!__atomic_load_n(&acquirer_stop, __ATOMIC_RELAXED)) {
+		uint32_t seen = __atomic_load_n(&word, __ATOMIC_RELAXED);
+
+		if (ts_lock_byte(seen) == TS_REST_MARK)
+			__atomic_compare_exchange_n(&word, &seen, seen & ~TS_LOCK_BYTE, false,
+			                            __ATOMIC_RELAXED, __ATOMIC_RELAXED);
+		usleep(100);
+	}
+	return NULL;
+}
+
+static pthread_t start_acquirer(void)
+{
+	pthread_t tid;
+
+	__atomic_store_n(&acquirer_stop, false, __ATOMIC_RELAXED);
+	cr_assert_eq(pthread_create(&tid, NULL, acquire_during_rests, NULL), 0);
+	return tid;
+}
+
+static void stop_acquirer(pthread_t tid)
+{
+	__atomic_store_n(&acquirer_stop, true, __ATOMIC_RELAXED);
+	cr_assert_eq(pthread_join(tid, NULL), 0);
+}
+
+/*
  * The rests alternate.  A thread that rested last on the lock, stopped by
  * the bound again (twice here, milliseconds after its rest), queues without
  * resting: the thread it stopped is the one that rests.  Once another
@@ -185,7 +225,7 @@ Test(bypass, the_rests_alternate_between_threads, .timeout = 10)
 	const uint64_t window_us = (uint64_t)rest_us * TS_REST_ALTERNATE;
 	uint64_t rests, back_ns, setup_us;
 	bool other_rested = false;
-	pthread_t other;
+	pthread_t other, acquirer = start_acquirer(); /* the rests are useful: none skipped */
 
 	steal_up_to_the_bound_resting(rest_us);
 	rests = rests_so_far();
@@ -226,6 +266,50 @@ Test(bypass, the_rests_alternate_between_threads, .timeout = 10)
 	             "stopped %" PRIu64 " us after its own rest, the last one: it must rest",
 	             elapsed_us(back_ns));
 	cr_assert(ts_unlock(&word));
+	stop_acquirer(acquirer);
+}
+
+/*
+ * Stopped by the bound (past a ghost head, which never takes the lock, so
+ * that no one takes it during a rest) TS_REST_ALTERNATE rests' time after
+ * its last rest, so that the alternation lets it rest: true if it rested.
+ */
+static bool stopped_rests(uint32_t rest_us)
+{
+	uint64_t rests;
+
+	usleep((useconds_t)rest_us * (TS_REST_ALTERNATE + 1u));
+	steal_up_to_the_bound();
+	rests = rests_so_far();
+	ts_lock(&word, NULL);
+	cr_assert(ts_unlock(&word));
+	return rests_so_far() == rests + 1;
+}
+
+/*
+ * A rest in which no one took the lock held everyone up: the thread skips
+ * its next rest on the lock, then three after the next such rest; a rest in
+ * which someone took it (the mark overwritten) takes an eighth off, at
+ * least one.  Without the skips every stop rests; without the mark's
+ * judgement every rest counts as one or the other.
+ */
+Test(bypass, a_rest_that_held_up_everyone_makes_the_next_ones_skipped, .timeout = 30)
+{
+	const uint32_t rest_us = 10000u;
+	const bool idle_then[] = { true, false, true, false, false, false };
+	pthread_t acquirer;
+
+	steal_up_to_the_bound_resting(rest_us);
+	for (size_t k = 0; k < sizeof idle_then / sizeof idle_then[0]; k++)
+		cr_assert_eq(stopped_rests(rest_us), idle_then[k],
+		             "stop %zu: %s", k, idle_then[k] ? "a rest was due" : "a skip was due");
+	/* After the three skips a rest, which a taker makes useful: three less one. */
+	acquirer = start_acquirer();
+	cr_assert(stopped_rests(rest_us), "the skips were over: a rest");
+	stop_acquirer(acquirer);
+	for (int k = 0; k < 2; k++)
+		cr_assert(!stopped_rests(rest_us), "stop %d after the useful rest: a skip was due", k);
+	cr_assert(stopped_rests(rest_us), "the skips were over: a rest");
 }
 
 Test(bypass, no_rest_with_ticket_rest_us_0, .timeout = 10)
