@@ -54,7 +54,13 @@
  *    the word again, once per acquisition: the sleep itself is only time,
  *    which the interleavings already cover; REST=0 leaves it out.  So a
  *    rest skipped because this thread rested last on the lock (rest_is_due(),
- *    a hint by lock hash and a clock) is that same step: nothing to add.
+ *    a hint by lock hash and a clock) is that same step: nothing to add;
+ *    nor for one skipped after a rest in which no one took the lock
+ *    (rest(): the skip is the rest's step with the word unchanged).  The
+ *    rest's mark (TS_REST_MARK) is a value of the free lock byte that
+ *    only a compare-and-swap from free to free writes or removes: no field
+ *    modelled changes, and a compare-and-swap it makes fail retries from
+ *    the same modelled word, a stutter.
  *    The active set (active.c, TICKET_ACTIVE) is a gate before the ticket,
  *    holding nothing of the word: its sleep in the line is only time too.
  *    What it changes in the word's protocol is the outsider's give-back: a

@@ -6,10 +6,12 @@
  * waiting for it, which says in which order they get it.
  *
  *   bits  0..7   lock byte: held when TS_LOCKED (bit 4) is set, and nothing
- *                else is ever set in it by us (glibc's unlocked word, 1, is a
- *                free lock here, taken over by its first locker).  Written by
- *                the lock's exchange (to TS_LOCKED, held or not), by an
- *                unlock's plain byte store (to 0), and by atomic
+ *                else is ever set in it by us but TS_REST_MARK (bit 1) in a
+ *                free byte: a resting thread's mark, which any acquisition
+ *                overwrites (slowpath.c, "Rest"); glibc's unlocked word, 1,
+ *                is a free lock here too, taken over by its first locker.
+ *                Written by the lock's exchange (to TS_LOCKED, held or
+ *                not), by an unlock's plain byte store (to 0), and by atomic
  *                read-modify-writes of the whole word.
  *   bits  8..13  bypass: acquisitions by threads outside the queue since the
  *                head of the queue began to watch (TS_WATCHING).
@@ -53,7 +55,8 @@
  *    bypassed TICKET_BYPASS times already; otherwise it draws a ticket and
  *    queues (stopped by that count, once per acquisition, it first sleeps
  *    TICKET_REST_US holding nothing: the rest; not if its own last rest
- *    ended less than TICKET_REST_US ago).  The head of the queue
+ *    ended less than TICKET_REST_US ago, nor for a while after a rest in
+ *    which no one took the lock).  The head of the queue
  *    takes the lock when it sees it free, advancing "head" in the same
  *    compare-and-swap.  Only the last ticket may be given back (withdrawn),
  *    and only by a waiter that takes the lock in the same operation because
