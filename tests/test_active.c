@@ -7,7 +7,8 @@
  * inside and after, as Concurrency Kit's validate harnesses do).  A member
  * that stops coming (here: a thread that took a slot and exited) holds it
  * one turn at most; one that is off-CPU (here: blocked) keeps it for
- * TS_ACTIVE_WALL_TURNS turns, since a turn is the member's CPU time.  Checked
+ * TS_ACTIVE_WALL_TURNS turns, since a turn is the member's CPU time; once a
+ * line waits, newcomers join it whatever the saturation hint says.  Checked
  * by counts and outcomes, and that one by a lower bound the mechanism sets
  * (never by how fast anything ran): each test's timeout catches a hang.  Each
  * test sets its environment before the core first reads it.
@@ -164,4 +165,64 @@ Test(active, a_member_off_cpu_keeps_its_slot_wall_turns, .timeout = 60)
 	              (unsigned long long)waited_us, TS_ACTIVE_WALL_TURNS);
 	cr_assert_eq(sem_post(&member_may_go), 0);
 	pthread_join(tid, NULL);
+}
+
+/* A thread at the gate: stores through_the_gate()'s answer (true: it waited in the line). */
+static void *at_the_gate(void *arg)
+{
+	__atomic_store_n((bool *)arg, through_the_gate(), __ATOMIC_RELAXED);
+	return NULL;
+}
+
+/* Releases the lock `word` once a head watches it (we pretend to hold it meanwhile). */
+static void *release_to_the_watching_head(void *arg)
+{
+	uint32_t seen;
+
+	(void)arg;
+	do {
+		seen = __atomic_load_n(&word, __ATOMIC_ACQUIRE);
+	} while (!(ts_queued(seen) == 1 && (seen & TS_WATCHING)));
+	cr_assert(ts_unlock(&word));
+	return NULL;
+}
+
+/*
+ * Once a line has formed, it is served by turns only: a newcomer joins it
+ * even when the lock's hint has turned to "not saturated" (its last
+ * watching head took it at once).  Here the only member (this thread) is
+ * that head, so that no one passes the gate to set the hint; the first in
+ * line waits for the member's turn; the newcomer must wait behind it.  A
+ * gate that lets newcomers pass while the hint says "not saturated" lets it
+ * through at once.
+ */
+Test(active, a_newcomer_joins_a_waiting_line_even_when_the_lock_is_not_saturated, .timeout = 60)
+{
+	struct ts_active_counts c;
+	bool first_waited = false, newcomer_waited = false;
+	pthread_t first, newcomer, releaser;
+
+	setenv("TICKET_ACTIVE", "1", 1);
+	setenv("TICKET_ACTIVE_US", "100000", 1);
+	a_watching_head_takes_after(TS_PRESPIN_MAX_BYPASSED); /* saturated: the gate restricts */
+	cr_assert(!through_the_gate(), "the only slot was free");
+	cr_assert_eq(pthread_create(&first, NULL, at_the_gate, &first_waited), 0);
+	do {
+		ts_active_counts(&c);
+		usleep(1000);
+	} while (c.joined == 0); /* the first is in the line */
+	/* We, the member, are a head that takes the lock at once: not saturated now. */
+	__atomic_store_n(&word, TS_LOCKED, __ATOMIC_RELEASE);
+	cr_assert_eq(pthread_create(&releaser, NULL, release_to_the_watching_head, NULL), 0);
+	ts_lock(&word, NULL);
+	cr_assert(ts_unlock(&word));
+	cr_assert_eq(pthread_join(releaser, NULL), 0);
+	cr_assert(!ts_lock_saturated(ts_lock_hash(&word)), "hint %u", ts_head_bypassed(&word));
+	cr_assert_eq(pthread_create(&newcomer, NULL, at_the_gate, &newcomer_waited), 0);
+	cr_assert_eq(pthread_join(newcomer, NULL), 0); /* after our turn and the first's */
+	cr_assert_eq(pthread_join(first, NULL), 0);
+	cr_assert(first_waited);
+	cr_assert(newcomer_waited, "the newcomer passed a waiting line");
+	ts_active_counts(&c);
+	cr_assert_eq(c.joined, 2);
 }
