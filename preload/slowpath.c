@@ -905,8 +905,10 @@ static bool acquired_since_mark(ts_word_t *lock)
  * the others need, such as the only permit of a semaphore), this thread
  * skips its next rests on the lock, twice as many after each such rest (up
  * to TS_REST_SKIPS_MAX); a rest in which someone took the lock (it ran
- * alone, as the rest intends) halves the count.  The rest's length hardly
- * matters there (100 to 500 us cost the same): how often it comes does.
+ * alone, as the rest intends) takes an eighth off the count, at least one.
+ * The rest's length hardly matters there (100 to 500 us cost the same): how
+ * often it comes does.  Halfway, because the head takes the lock as the
+ * rest begins, whatever happens after.
  */
 static bool rest(const struct ts_config *cfg, ts_word_t *lock, uint32_t hash)
 {
@@ -914,6 +916,7 @@ static bool rest(const struct ts_config *cfg, ts_word_t *lock, uint32_t hash)
 
 	if (last_rest.lock != lock) {
 		last_rest.lock = lock;
+		last_rest.ended_ns = 0; /* not rested last here (rest_is_due()) */
 		last_rest.skips = 0;
 		last_rest.skips_due = 0;
 	}
