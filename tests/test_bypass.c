@@ -293,7 +293,7 @@ static bool stopped_rests(uint32_t rest_us)
  * least one.  Without the skips every stop rests; without the mark's
  * judgement every rest counts as one or the other.
  */
-Test(bypass, a_rest_that_held_up_everyone_makes_the_next_ones_skipped, .timeout = 30)
+Test(bypass, a_rest_that_held_up_everyone_makes_the_next_ones_skipped, .timeout = 10)
 {
 	const uint32_t rest_us = 10000u;
 	const bool idle_then[] = { true, false, true, false, false, false };
