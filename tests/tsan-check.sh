@@ -22,6 +22,7 @@ here=$(pwd)
 srcdir=$(cd "$(dirname "$0")" && pwd)
 failed=0
 runs=0
+failures=() # repeated in the summary, the last line: what a truncated log keeps
 
 mapfile -t modes < <(sed -n 's/^[[:space:]]*X(\([a-z_0-9]*\), MODE_ENV(\(.*\)))[[:space:]\\]*$/\1 \2/p' \
 	"$srcdir/modes.h" | tr -d '",')
@@ -38,6 +39,7 @@ check() {
 	rc=$?
 	if [ $rc -ne 0 ] || grep -q "ThreadSanitizer" "$err"; then
 		failed=$((failed + 1))
+		failures+=("$name (status $rc): ${envs[*]} ${*##*/}: $(tail -n 1 <<<"$out"): $(grep -m 1 -E 'ThreadSanitizer|stress|ticketspin' "$err" || head -n 1 "$err")")
 		echo "FAIL $name (status $rc): ${envs[*]} $*"
 		echo "$out"
 		cat "$err"
@@ -52,6 +54,7 @@ check() {
 expect() { # WHERE STRING
 	if ! grep -qF -- "$2" <<<"$([ "$1" = out ] && echo "$last_out" || echo "$last_err")"; then
 		failed=$((failed + 1))
+		failures+=("expected on std$1: $2")
 		echo "FAIL: expected on std$1: $2"
 	fi
 }
@@ -165,5 +168,8 @@ test_liveness)
 	exit 77
 	;;
 esac
+for f in "${failures[@]}"; do
+	echo "failed: $f"
+done
 echo "$test_name under ThreadSanitizer: $runs runs, $failed failed"
 [ $failed -eq 0 ]
