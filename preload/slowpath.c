@@ -1015,6 +1015,7 @@ static __attribute__((noinline)) void lock_queued(ts_word_t *lock, uint32_t word
 					word = __atomic_load_n(lock, __ATOMIC_RELAXED);
 					continue;
 				}
+				w.st.skips = 1;
 			}
 		}
 		if (ts_queued(word) < queue_capacity(cfg)) {

@@ -789,6 +789,7 @@ void ts_stats_record(const void *lock, uint16_t ticket, const void *caller,
 	p->yields = wait->yields;
 	p->parks = wait->parks;
 	p->rests = wait->rests;
+	p->skips = wait->skips;
 	p->spins = wait->spins;
 	p->line = wait->line;
 	p->borrows = wait->borrows;

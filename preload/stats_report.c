@@ -183,6 +183,7 @@ void ts_slot_fold(struct ts_thread_slot *t)
 	r->yields += p->yields;
 	r->parks += p->parks;
 	r->rests += p->rests;
+	r->skips += p->skips;
 	r->spins += p->spins;
 	r->line += p->line;
 	r->delay_now = p->delay;
@@ -249,7 +250,8 @@ static void vec_free(struct vec *v)
 /* ---- merging ---------------------------------------------------------------- */
 
 struct ts_merged_lock {
-	uint64_t lock, total, contended, ahead_sum, polls, yields, parks, rests, spins, line, borrows;
+	uint64_t lock, total, contended, ahead_sum, polls, yields, parks, rests, skips, spins, line,
+		 borrows;
 	uint64_t latest; /* of the latest record, whose delay is "now" */
 	uint32_t delay_now, delay_max, ahead_max, threads;
 	uint64_t timed, wait_sum, wait_max, holds, hold_sum, hold_max;
@@ -392,6 +394,7 @@ static void merge_lock(struct ts_merged_lock *m, const struct ts_lock_rec *r, si
 		m->yields += r[i].yields;
 		m->parks += r[i].parks;
 		m->rests += r[i].rests;
+		m->skips += r[i].skips;
 		m->spins += r[i].spins;
 		m->line += r[i].line;
 		if (r[i].ahead_max > m->ahead_max)
@@ -806,10 +809,10 @@ long ts_report_write(int out, const struct ts_file_header *h, const struct ts_re
 		         "wait: total ms; mean, p99, max us", "hold (sampled): mean, p99, max us; n");
 		put_line(out, prefix,
 		         "stats: %18s %10s %10s %9s %9s %9s %9s %9s %9s %9s %7s %13s %7s %15s %8s "
-		         "%8s %8s %8s %8s %7s %7s%s  %s",
+		         "%8s %8s %8s %8s %8s %7s %7s%s  %s",
 		         "lock", "total>=", "contended", "total", "mean", "p99", "max", "mean", "p99",
 		         "max", "n", "ahead avg/max", "polls", "delay now/max", "yields", "parks",
-		         "rests", "spun", "line", "threads", "steals", o->previous != NULL ? "     /s" : "",
+		         "rests", "skips", "spun", "line", "threads", "steals", o->previous != NULL ? "     /s" : "",
 		         "top call sites (share of contended)");
 	}
 	for (uint32_t i = 0; i < shown; i++) {
@@ -860,14 +863,15 @@ long ts_report_write(int out, const struct ts_file_header *h, const struct ts_re
 		}
 		put_line(out, prefix,
 		         "stats: %#18llx %10llu %10llu %9.3f %9.3f %9.3f %9.3f %9s %9s %9s %7s %13s "
-		         "%7.1f %15s %8llu %8llu %8llu %8llu %8llu %7u %7llu%s  %s",
+		         "%7.1f %15s %8llu %8llu %8llu %8llu %8llu %8llu %7u %7llu%s  %s",
 		         (unsigned long long)m->lock, (unsigned long long)m->total,
 		         (unsigned long long)m->contended, (double)m->wait_sum / us / 1000.0, wait_mean,
 		         (double)quantile(m->wait_hist, 0.99, m->wait_max) / us,
 		         (double)m->wait_max / us, hold[0], hold[1], hold[2], hold[3], ahead,
 		         (double)m->polls / (double)m->contended, delay,
 		         (unsigned long long)m->yields, (unsigned long long)m->parks,
-		         (unsigned long long)m->rests, (unsigned long long)m->spins,
+		         (unsigned long long)m->rests, (unsigned long long)m->skips,
+		         (unsigned long long)m->spins,
 		         (unsigned long long)m->line, m->threads,
 		         (unsigned long long)m->borrows, rate, sites[0] != '\0' ? sites : "-");
 	}

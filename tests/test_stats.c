@@ -101,7 +101,7 @@ static char *report(uint32_t top, long *nlocks)
 
 /* The report's row for @lock, parsed; false when there is none. */
 struct row {
-	unsigned long long total, contended, yields, parks, rests, spins, line, borrows, holds;
+	unsigned long long total, contended, yields, parks, rests, skips, spins, line, borrows, holds;
 	double wait_total_ms, wait_mean, wait_p99, wait_max; /* us */
 	char hold_mean[32], hold_p99[32], hold_max[32];
 	double ahead_avg, polls;
@@ -120,13 +120,14 @@ static bool row_of(const char *text, const void *lock, struct row *row)
 		return false;
 	line += strlen(key);
 	cr_assert_eq(sscanf(line, "%llu %llu %lf %lf %lf %lf %31s %31s %31s %llu %lf/%u %lf %63s "
-	                          "%llu %llu %llu %llu %llu %u %llu %511[^\n]",
+	                          "%llu %llu %llu %llu %llu %llu %u %llu %511[^\n]",
 	                    &row->total, &row->contended, &row->wait_total_ms, &row->wait_mean,
 	                    &row->wait_p99, &row->wait_max, row->hold_mean, row->hold_p99,
 	                    row->hold_max, &row->holds, &row->ahead_avg, &row->ahead_max,
 	                    &row->polls, row->delay, &row->yields, &row->parks, &row->rests,
-	                    &row->spins, &row->line, &row->threads, &row->borrows, row->site),
-	             22, "cannot parse: %s", line);
+	                    &row->skips, &row->spins, &row->line, &row->threads, &row->borrows,
+	                    row->site),
+	             23, "cannot parse: %s", line);
 	return true;
 }
 
@@ -443,6 +444,45 @@ Test(stats_prespin, a_spin_before_queueing_counts_in_spun, .timeout = 10)
 	cr_assert_eq(row.spins, 1, "one acquisition began with a spin:\n%s", text);
 	cr_assert_geq(row.borrows, 1, "the spin ended in a steal:\n%s", text);
 	cr_assert_eq(row.rests, 0, "%s", text);
+}
+
+/*
+ * A rest (TICKET_REST_US; slowpath.c, step 4) counts in "rests", and the
+ * one skipped after it in "skips": twice we take the lock five times past a
+ * ghost head that watches and never takes it (TICKET_BYPASS=5, as in
+ * test_bypass.c), then once more: stopped by the bound, the first time we
+ * rest, and since no one took the lock meanwhile, the second time we skip
+ * the rest that was due.  Both then pass the ghost (the escape).
+ */
+static void stats_on_with_rests(void)
+{
+	setenv("TICKET_BYPASS", "5", 1);
+	setenv("TICKET_REST_US", "10000", 1);
+	stats_on();
+}
+
+TestSuite(stats_rest, .init = stats_on_with_rests, .fini = stats_done);
+
+Test(stats_rest, a_rest_counts_in_rests_and_the_next_one_skipped_in_skips, .timeout = 10)
+{
+	struct row row;
+	long n;
+
+	cr_assert_eq(ts_config()->bypass_max, 5u);
+	cr_assert_eq(ts_config()->rest_us, 10000u);
+	for (int stop = 0; stop < 2; stop++) {
+		/* past the alternation's time since our own last rest (slowpath.c) */
+		usleep(10000u * (TS_REST_ALTERNATE + 1u));
+		__atomic_store_n(&word, TS_NEXT_ONE | TS_WATCHING, __ATOMIC_RELAXED);
+		for (int k = 0; k < 6; k++) {
+			ts_lock(&word, NULL);
+			cr_assert(ts_unlock(&word));
+		}
+	}
+	char *text = report(20, &n);
+	cr_assert(row_of(text, &word, &row), "%s", text);
+	cr_assert_eq(row.rests, 1, "one rest:\n%s", text);
+	cr_assert_eq(row.skips, 1, "the rest after it skipped:\n%s", text);
 }
 
 /*

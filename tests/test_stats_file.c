@@ -68,7 +68,7 @@ struct row {
 
 static bool row_of(const char *text, const char *address, struct row *row)
 {
-	char key[64], skip[10][32];
+	char key[64], skip[11][32];
 	const char *line;
 
 	snprintf(key, sizeof(key), "stats: %18s ", address);
@@ -76,11 +76,12 @@ static bool row_of(const char *text, const char *address, struct row *row)
 		return false;
 	cr_assert_eq(sscanf(line + strlen(key),
 	                    "%llu %llu %31s %31s %31s %31s %31s %31s %31s %llu %31s %31s %31s %31s "
-	                    "%31s %31s %31s %31s %31s %31s %511[^\n]",
+	                    "%31s %31s %31s %31s %31s %31s %31s %511[^\n]",
 	                    &row->total, &row->contended, skip[0], skip[1], skip[2], skip[3],
 	                    skip[4], skip[5], skip[6], &row->holds, skip[0], skip[1], skip[2],
-	                    skip[3], skip[4], skip[5], skip[6], skip[7], skip[8], skip[9], row->site),
-	             21, "cannot parse: %s", line);
+	                    skip[3], skip[4], skip[5], skip[6], skip[7], skip[8], skip[9], skip[10],
+	                    row->site),
+	             22, "cannot parse: %s", line);
 	return true;
 }
 
