@@ -250,8 +250,8 @@ static void vec_free(struct vec *v)
 /* ---- merging ---------------------------------------------------------------- */
 
 struct ts_merged_lock {
-	uint64_t lock, total, contended, ahead_sum, polls, yields, parks, rests, skips, spins, line,
-		 borrows;
+	uint64_t lock, total, contended, ahead_sum, polls, yields, parks, rests, skips, spins;
+	uint64_t line, borrows;
 	uint64_t latest; /* of the latest record, whose delay is "now" */
 	uint32_t delay_now, delay_max, ahead_max, threads;
 	uint64_t timed, wait_sum, wait_max, holds, hold_sum, hold_max;
@@ -812,7 +812,8 @@ long ts_report_write(int out, const struct ts_file_header *h, const struct ts_re
 		         "%8s %8s %8s %8s %8s %7s %7s%s  %s",
 		         "lock", "total>=", "contended", "total", "mean", "p99", "max", "mean", "p99",
 		         "max", "n", "ahead avg/max", "polls", "delay now/max", "yields", "parks",
-		         "rests", "skips", "spun", "line", "threads", "steals", o->previous != NULL ? "     /s" : "",
+		         "rests", "skips", "spun", "line", "threads", "steals",
+		         o->previous != NULL ? "     /s" : "",
 		         "top call sites (share of contended)");
 	}
 	for (uint32_t i = 0; i < shown; i++) {

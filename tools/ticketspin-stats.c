@@ -454,8 +454,8 @@ static void site_names_free(struct site_names *s)
 
 /* One lock's row of the wide report, its numbers back from text. */
 struct row {
-	unsigned long long lock, total, contended, holds, yields, parks, rests, skips, spins, line,
-		 borrows;
+	unsigned long long lock, total, contended, holds, yields, parks, rests, skips, spins;
+	unsigned long long line, borrows;
 	double wait_total_ms, wait_mean, wait_p99, wait_max, ahead_avg, polls, rate;
 	char hold_mean[24], hold_p99[24], hold_max[24], delay_now[24], delay_max[24];
 	unsigned ahead_max, threads, sites;
@@ -686,7 +686,8 @@ static void short_site(const char *name, char *buf, size_t size)
 enum column_id {
 	COL_LOCK, COL_CONTENDED, COL_RATE, COL_WAIT_MEAN, COL_WAIT_P99, COL_WAIT_MAX, COL_HOLD_MEAN,
 	COL_HOLD_P99, COL_HOLD_MAX, COL_HOLDS, COL_TOTAL, COL_THREADS, COL_AHEAD, COL_POLLS,
-	COL_DELAY, COL_YIELDS, COL_PARKS, COL_RESTS, COL_SKIPS, COL_SPINS, COL_LINE, COL_BORROWS, COL_WAIT_MS, COL_SITE,
+	COL_DELAY, COL_YIELDS, COL_PARKS, COL_RESTS, COL_SKIPS, COL_SPINS, COL_LINE, COL_BORROWS,
+	COL_WAIT_MS, COL_SITE,
 	NCOLUMNS
 };
 
@@ -917,7 +918,8 @@ static void write_csv(const struct row *rows, size_t n, const struct site_names 
 	if (!f->csv_header) {
 		printf("time,pid,state,lock,total,contended,per_s,wait_total_ms,wait_mean_us,"
 		       "wait_p99_us,wait_max_us,hold_mean_us,hold_p99_us,hold_max_us,holds,"
-		       "ahead_avg,ahead_max,polls,delay_now,delay_max,yields,parks,rests,skips,spun,line,threads,steals,"
+		       "ahead_avg,ahead_max,polls,delay_now,delay_max,yields,parks,rests,skips,spun,line,"
+		       "threads,steals,"
 		       "sites,site1,site1_share,site2,site2_share,site3,site3_share\n");
 		f->csv_header = true;
 	}
