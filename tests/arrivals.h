@@ -1,7 +1,8 @@
 /*
  * arrivals.h - threads that arrive at a lock word set up by hand, for the
- * tests that link the core (test_bypass.c, test_stats.c): a thread that
- * takes the lock once, we holding it meanwhile over a ghost queue; and a
+ * tests that link the core (test_bypass.c, test_stats.c, test_active.c): a
+ * thread that takes the lock once, we holding it meanwhile over a ghost
+ * queue; our own steals past a ghost head, up to the bound and one more; a
  * real head that watches, to set the lock's head-bypassed hint (slowpath.c,
  * step 7); and a crowd of threads that contend for it until a condition
  * holds, its counts checked as Concurrency Kit's validate harnesses check
@@ -15,9 +16,11 @@
 #include <stdbool.h>
 #include <sched.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "options.h"
 #include "parking.h"
 #include "slowpath.h"
 #include "ticket_lock.h"
@@ -82,6 +85,49 @@ static inline struct hold_report hold_while_one_arrives(uint32_t queue, uint64_t
 	cr_assert(ts_unlock(&word));
 	cr_assert_eq(pthread_join(a->tid, NULL), 0);
 	return r;
+}
+
+/* A queue of one ticket (0), whose waiter watches and will never look again. */
+static inline uint32_t ghost_watching_head(void)
+{
+	return TS_NEXT_ONE | TS_WATCHING;
+}
+
+/* Takes the lock five times past a ghost head watching, within TICKET_BYPASS=5. */
+static inline void steal_up_to_the_bound(void)
+{
+	cr_assert_eq(ts_config()->bypass_max, 5u);
+	__atomic_store_n(&word, ghost_watching_head(), __ATOMIC_RELAXED);
+	for (int k = 0; k < 5; k++) {
+		ts_lock(&word, NULL);
+		cr_assert(ts_unlock(&word));
+	}
+	cr_assert_eq(ts_bypass(word), 5, "word %#x", word);
+}
+
+/*
+ * Takes the lock once more after steal_up_to_the_bound(), stopped by the
+ * bound, TS_REST_ALTERNATE rests of @rest_us after our last rest, so that
+ * the alternation lets us rest (slowpath.c, step 4); past the ghost head,
+ * which never takes the lock, no one takes it during such a rest.
+ */
+static inline void stopped_by_the_bound(uint32_t rest_us)
+{
+	usleep((useconds_t)rest_us * (TS_REST_ALTERNATE + 1u));
+	steal_up_to_the_bound();
+	ts_lock(&word, NULL);
+	cr_assert(ts_unlock(&word));
+}
+
+/*
+ * Before the settings are read (the first lock): queue heads spin instead
+ * of sleeping, so that a_watching_head_takes_after()'s head watches until
+ * our release even when we lose our CPU to it (beside CPU hogs, under
+ * ASan, it had slept first 50 times in a row).
+ */
+static inline void heads_spin(void)
+{
+	setenv("TICKET_SPIN", "100000000", 1);
 }
 
 /*

@@ -49,10 +49,7 @@ static bool at_once(void)
  * Four threads, one slot, short turns: the others must have waited in the
  * line (a gate that is never reached, or that admits everyone, joins no one)
  * and been rotated in by eviction (a line that is never served would hang).
- * The heads spin instead of sleeping (TICKET_SPIN), so that the helper's
- * head watches until the release: beside CPU hogs, under ASan, the thread
- * that releases often lost its CPU to the new head and came back after the
- * head had slept, 50 times in a row.
+ * The heads spin (heads_spin(), for the helper's watching head).
  */
 Test(active, one_slot_restricts_and_rotates_and_everyone_finishes, .timeout = 60)
 {
@@ -60,7 +57,7 @@ Test(active, one_slot_restricts_and_rotates_and_everyone_finishes, .timeout = 60
 
 	setenv("TICKET_ACTIVE", "1", 1);
 	setenv("TICKET_ACTIVE_US", "200", 1);
-	setenv("TICKET_SPIN", "100000000", 1);
+	heads_spin();
 	cr_assert_eq(ts_config()->active, 1);
 	a_watching_head_takes_after(TS_PRESPIN_MAX_BYPASSED); /* saturated, as contention leaves it */
 	contend_until(restricted_and_rotated);
@@ -105,7 +102,7 @@ Test(active, a_member_that_exited_is_evicted, .timeout = 60)
 
 	setenv("TICKET_ACTIVE", "1", 1);
 	setenv("TICKET_ACTIVE_US", "1000", 1);
-	setenv("TICKET_SPIN", "100000000", 1); /* the helper's head watches (as above) */
+	heads_spin();
 	a_watching_head_takes_after(TS_PRESPIN_MAX_BYPASSED); /* saturated: the gate restricts */
 	ts_lock(&word, NULL);
 	cr_assert_eq(pthread_create(&tid, NULL, take_a_slot_and_exit, NULL), 0);
@@ -208,8 +205,8 @@ static void *release_to_the_watching_head(void *arg)
  * that head, so that no one passes the gate to set the hint; the first in
  * line waits for the member's turn; the newcomer must wait behind it.  A
  * gate that lets newcomers pass while the hint says "not saturated" lets it
- * through at once.  The heads spin instead of sleeping (TICKET_SPIN), so
- * that ours watches until the release.  The line waits at most
+ * through at once.  The heads spin (heads_spin()), so that ours watches
+ * until the release.  The line waits at most
  * TS_ACTIVE_WALL_TURNS turns of ours (400 ms): a newcomer that came later
  * than half of that (a machine too slow or too loaded) proves nothing.
  */
@@ -222,7 +219,7 @@ Test(active, a_newcomer_joins_a_waiting_line_even_when_the_lock_is_not_saturated
 
 	setenv("TICKET_ACTIVE", "1", 1);
 	setenv("TICKET_ACTIVE_US", "100000", 1);
-	setenv("TICKET_SPIN", "100000000", 1);
+	heads_spin();
 	a_watching_head_takes_after(TS_PRESPIN_MAX_BYPASSED); /* saturated: the gate restricts */
 	member_since = ts_now_ns();
 	cr_assert(!through_the_gate(), "the only slot was free");

@@ -44,12 +44,6 @@ static ts_word_t word __attribute__((aligned(64)));
 
 #include "arrivals.h"
 
-/* A queue of one ticket (0), whose waiter watches and will never look again. */
-static uint32_t ghost_watching_head(void)
-{
-	return TS_NEXT_ONE | TS_WATCHING;
-}
-
 static void bypass(const char *value)
 {
 	setenv("TICKET_BYPASS", value, 1);
@@ -85,18 +79,6 @@ Test(bypass, stealers_count_and_stop_at_the_bound, .timeout = 10)
 		cr_assert(ts_unlock(&word));
 	}
 	cr_assert_eq(ts_queued(word), 1, "the ghost's ticket stays: word %#x", word);
-}
-
-/* Takes the lock five times past a ghost head watching, within TICKET_BYPASS=5. */
-static void steal_up_to_the_bound(void)
-{
-	cr_assert_eq(ts_config()->bypass_max, 5u);
-	__atomic_store_n(&word, ghost_watching_head(), __ATOMIC_RELAXED);
-	for (int k = 0; k < 5; k++) {
-		ts_lock(&word, NULL);
-		cr_assert(ts_unlock(&word));
-	}
-	cr_assert_eq(ts_bypass(word), 5, "word %#x", word);
 }
 
 /* TICKET_BYPASS=5 and TICKET_REST_US=@us, then up to the bound as above. */
@@ -269,20 +251,12 @@ Test(bypass, the_rests_alternate_between_threads, .timeout = 10)
 	stop_acquirer(acquirer);
 }
 
-/*
- * Stopped by the bound (past a ghost head, which never takes the lock, so
- * that no one takes it during a rest) TS_REST_ALTERNATE rests' time after
- * its last rest, so that the alternation lets it rest: true if it rested.
- */
+/* stopped_by_the_bound(): true if it rested. */
 static bool stopped_rests(uint32_t rest_us)
 {
-	uint64_t rests;
+	uint64_t rests = rests_so_far();
 
-	usleep((useconds_t)rest_us * (TS_REST_ALTERNATE + 1u));
-	steal_up_to_the_bound();
-	rests = rests_so_far();
-	ts_lock(&word, NULL);
-	cr_assert(ts_unlock(&word));
+	stopped_by_the_bound(rest_us);
 	return rests_so_far() == rests + 1;
 }
 

@@ -448,11 +448,10 @@ Test(stats_prespin, a_spin_before_queueing_counts_in_spun, .timeout = 10)
 
 /*
  * A rest (TICKET_REST_US; slowpath.c, step 4) counts in "rests", and the
- * one skipped after it in "skips": twice we take the lock five times past a
- * ghost head that watches and never takes it (TICKET_BYPASS=5, as in
- * test_bypass.c), then once more: stopped by the bound, the first time we
- * rest, and since no one took the lock meanwhile, the second time we skip
- * the rest that was due.  Both then pass the ghost (the escape).
+ * one skipped after it in "skips": twice stopped by the bound past a ghost
+ * head that never takes the lock (arrivals.h, TICKET_BYPASS=5), the first
+ * time we rest, and since no one took the lock meanwhile, the second time
+ * we skip the rest that was due.  Both then pass the ghost (the escape).
  */
 static void stats_on_with_rests(void)
 {
@@ -468,17 +467,9 @@ Test(stats_rest, a_rest_counts_in_rests_and_the_next_one_skipped_in_skips, .time
 	struct row row;
 	long n;
 
-	cr_assert_eq(ts_config()->bypass_max, 5u);
 	cr_assert_eq(ts_config()->rest_us, 10000u);
-	for (int stop = 0; stop < 2; stop++) {
-		/* past the alternation's time since our own last rest (slowpath.c) */
-		usleep(10000u * (TS_REST_ALTERNATE + 1u));
-		__atomic_store_n(&word, TS_NEXT_ONE | TS_WATCHING, __ATOMIC_RELAXED);
-		for (int k = 0; k < 6; k++) {
-			ts_lock(&word, NULL);
-			cr_assert(ts_unlock(&word));
-		}
-	}
+	for (int stop = 0; stop < 2; stop++)
+		stopped_by_the_bound(10000u);
 	char *text = report(20, &n);
 	cr_assert(row_of(text, &word, &row), "%s", text);
 	cr_assert_eq(row.rests, 1, "one rest:\n%s", text);
