@@ -20,12 +20,18 @@ set -u
 test_name=$(basename "${1:?usage: tsan-check.sh ./test_NAME}")
 here=$(pwd)
 srcdir=$(cd "$(dirname "$0")" && pwd)
-failed=0
 runs=0
-failures=() # repeated in the summary, the last line: what a truncated log keeps
+failures=()
 
 mapfile -t modes < <(sed -n 's/^[[:space:]]*X(\([a-z_0-9]*\), MODE_ENV(\(.*\)))[[:space:]\\]*$/\1 \2/p' \
 	"$srcdir/modes.h" | tr -d '",')
+
+# fail WHAT [FIRST_MESSAGE]: a failure, named now and again in the summary,
+# the log's last lines (what a truncated log keeps), with its first message
+fail() {
+	failures+=("$1${2:+: $2}")
+	echo "FAIL $1"
+}
 
 # check NAME [ENV...] -- PROGRAM ARGS... ; then optional: expect STRING
 check() {
@@ -38,9 +44,9 @@ check() {
 	out=$(env "${envs[@]}" "$@" 2>"$err")
 	rc=$?
 	if [ $rc -ne 0 ] || grep -q "ThreadSanitizer" "$err"; then
-		failed=$((failed + 1))
-		failures+=("$name (status $rc): ${envs[*]} ${*##*/}: $(tail -n 1 <<<"$out"): $(grep -m 1 -E 'ThreadSanitizer|stress|ticketspin' "$err" || head -n 1 "$err")")
-		echo "FAIL $name (status $rc): ${envs[*]} $*"
+		fail "$name (status $rc): ${envs[*]} $*" \
+		     "$(tail -n 1 <<<"$out"): $(grep -m 1 -E 'ThreadSanitizer|stress|ticketspin' "$err" ||
+		                               head -n 1 "$err")"
 		echo "$out"
 		cat "$err"
 	else
@@ -53,9 +59,7 @@ check() {
 
 expect() { # WHERE STRING
 	if ! grep -qF -- "$2" <<<"$([ "$1" = out ] && echo "$last_out" || echo "$last_err")"; then
-		failed=$((failed + 1))
-		failures+=("expected on std$1: $2")
-		echo "FAIL: expected on std$1: $2"
+		fail "expected on std$1: $2"
 	fi
 }
 
@@ -171,5 +175,5 @@ esac
 for f in "${failures[@]}"; do
 	echo "failed: $f"
 done
-echo "$test_name under ThreadSanitizer: $runs runs, $failed failed"
-[ $failed -eq 0 ]
+echo "$test_name under ThreadSanitizer: $runs runs, ${#failures[@]} failed"
+[ ${#failures[@]} -eq 0 ]
