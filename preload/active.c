@@ -26,7 +26,7 @@
  * (ts_active_outsider(): no stealing past the line):
  *  1. A member passes.
  *  2. While no one waits in the line: if the lock is not saturated (its last
- *     watching head was bypassed fewer than TS_PRESPIN_MAX_BYPASSED times
+ *     watching head was bypassed fewer than TS_SATURATED_BYPASSED times
  *     before it took the lock) anyone passes, else a free slot is taken.
  *  3. Anyone else joins the line: a number drawn from the room, and a sleep
  *     until the room serves it.  The first of the line takes a free slot,

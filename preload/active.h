@@ -32,7 +32,7 @@
  * Before drawing a ticket for the lock of hash @hash, whose word was @word:
  * returns when the calling thread is a member of the lock's active set, or
  * the lock is not saturated (its last watching head was bypassed fewer than
- * TS_PRESPIN_MAX_BYPASSED times), or the set is off (cfg->active == 0, strict
+ * TS_SATURATED_BYPASSED times), or the set is off (cfg->active == 0, strict
  * FIFO, a wait policy other than park, or a PTHREAD_PROCESS_SHARED lock).
  * True if it waited in the line, off-CPU, first (for TICKET_STATS).
  */

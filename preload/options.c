@@ -188,9 +188,9 @@ static bool parse_turn_us(const char *raw, struct ts_config *cfg)
 	return parse_u32(raw, 0, TS_TURN_US_MAX, &cfg->turn_us);
 }
 
-static bool parse_prespin_us(const char *raw, struct ts_config *cfg)
+static bool parse_doze_us(const char *raw, struct ts_config *cfg)
 {
-	return parse_u32(raw, 0, TS_PRESPIN_US_MAX, &cfg->prespin_us);
+	return parse_u32(raw, 0, TS_DOZE_US_MAX, &cfg->doze_us);
 }
 
 /* TICKET_ACTIVE: off (0), cpus (the CPUs we may run on), or a count. */
@@ -272,7 +272,7 @@ static const struct ts_option options[] = {
 	{ "TICKET_BYPASS", "0 (strict FIFO) or an integer 1..63", parse_bypass },
 	{ "TICKET_REST_US", "0 (never rest) or microseconds 1..100000", parse_rest_us },
 	{ "TICKET_TURN_US", "0 (never yield) or microseconds 1..100000", parse_turn_us },
-	{ "TICKET_PRESPIN_US", "0 (never spin outside the queue) or microseconds 1..100000", parse_prespin_us },
+	{ "TICKET_DOZE_US", "0 (never doze before queueing) or microseconds 1..100000", parse_doze_us },
 	{ "TICKET_ACTIVE", "off, cpus, or an integer 0..8 (0: off)", parse_active },
 	{ "TICKET_ACTIVE_US", "microseconds 100..100000", parse_active_us },
 	{ "TICKET_STALL_MS", "0 (off) or milliseconds 1..86400000", parse_stall_ms },
@@ -296,7 +296,7 @@ static const struct ts_config defaults = {
 	.queue_capacity = TS_QUEUE_CAPACITY,
 	.rest_us = 500,
 	.turn_us = 500,
-	.prespin_us = 3,
+	.doze_us = 50,
 	.active = 0,
 	.active_us = 1000,
 	.stall_ms = 1000,
@@ -381,11 +381,11 @@ static void report(const struct ts_config *cfg)
 	if (cfg->delay_mode == TS_DELAY_FIXED)
 		snprintf(fixed, sizeof(fixed), " factor=%u", cfg->delay_factor);
 	ts_log("delay=%s%s min=%u max=%u table=%s hash_bits=%u wait=%s spin=%u "
-	       "bypass=%u queue=%u rest_us=%u turn_us=%u prespin_us=%u active=%u active_us=%u stall_ms=%u stats=%s stats_top=%u strict=%d",
+	       "bypass=%u queue=%u rest_us=%u turn_us=%u doze_us=%u active=%u active_us=%u stall_ms=%u stats=%s stats_top=%u strict=%d",
 	       delay_mode_name(cfg), fixed, cfg->delay_min, cfg->delay_max,
 	       cfg->table == TS_TABLE_HASHED ? "hashed" : "single", cfg->hash_bits,
 	       wait_name(cfg->wait), cfg->spin_budget, cfg->bypass_max, cfg->queue_capacity,
-	       cfg->rest_us, cfg->turn_us, cfg->prespin_us, cfg->active, cfg->active_us, cfg->stall_ms,
+	       cfg->rest_us, cfg->turn_us, cfg->doze_us, cfg->active, cfg->active_us, cfg->stall_ms,
 	       cfg->stats == NULL ? "off" : cfg->stats[0] == '\0' ? "stderr" : cfg->stats,
 	       cfg->stats_top, cfg->strict);
 }

@@ -45,7 +45,7 @@ struct ts_config {
 	uint32_t queue_capacity; /* most tickets in the queue; more wait outside */
 	uint32_t rest_us;        /* a stealer stopped at the bound sleeps this long first; 0: never */
 	uint32_t turn_us;        /* stealing past a head that does not watch: yield after this long; 0: never */
-	uint32_t prespin_us;     /* found held behind a head that does not watch, on a lock not saturated: spin this long before queueing; 0: never */
+	uint32_t doze_us;        /* found held behind a head that does not watch, on a lock not saturated: sleep this long before queueing (up to TS_DOZES_MAX times); 0: never */
 	uint32_t active;         /* most threads contending for a saturated lock (active.c); 0: off */
 	uint32_t active_us;      /* a member's turn in the active set */
 	uint32_t stall_ms;       /* report a wait longer than this (stall.c); 0: never */
@@ -68,7 +68,7 @@ struct ts_config {
 #define TS_STALL_MS_MAX     86400000u /* a day */
 #define TS_REST_US_MAX      100000u   /* 100 ms: a rest is a turn, not a timeout */
 #define TS_TURN_US_MAX      100000u
-#define TS_PRESPIN_US_MAX   100000u
+#define TS_DOZE_US_MAX      100000u
 #define TS_ACTIVE_US_MIN    100u
 #define TS_ACTIVE_US_MAX    100000u
 

@@ -56,6 +56,7 @@ void ts_sleep_counts(struct ts_sleep_counts *out)
 	out->woken = __atomic_load_n(&sleep_counts.woken, __ATOMIC_RELAXED);
 	out->timed_out = __atomic_load_n(&sleep_counts.timed_out, __ATOMIC_RELAXED);
 	out->rests = __atomic_load_n(&sleep_counts.rests, __ATOMIC_RELAXED);
+	out->dozes = __atomic_load_n(&sleep_counts.dozes, __ATOMIC_RELAXED);
 	out->turn_yields = __atomic_load_n(&sleep_counts.turn_yields, __ATOMIC_RELAXED);
 }
 
@@ -165,20 +166,26 @@ enum ts_sleep ts_sleep_as_head(ts_word_t *lock, uint32_t hash, uint8_t ticket, u
 	return futex_sleep(&slot->seq, false, seq, ticket, nap_ns);
 }
 
-/* What a rest waits on: never changed, never woken. */
+/* What a rest and a doze wait on: never changed, never woken. */
 static uint32_t rest_futex;
 
-void ts_rest_part(uint32_t us)
+void ts_sleep_us(uint32_t us)
 {
-	/* Not futex_sleep(): a rest is neither woken nor a nap that timed out. */
+	/* Not futex_sleep(): neither woken nor a nap that timed out. */
 	futex_wait_for(&rest_futex, FUTEX_WAIT_BITSET_PRIVATE, 0, (uint64_t)us * 1000u,
 	               FUTEX_BITSET_MATCH_ANY);
 }
 
 void ts_rest(uint32_t us)
 {
-	ts_rest_part(us);
+	ts_sleep_us(us);
 	__atomic_fetch_add(&sleep_counts.rests, 1, __ATOMIC_RELAXED);
+}
+
+void ts_doze(uint32_t us)
+{
+	ts_sleep_us(us);
+	__atomic_fetch_add(&sleep_counts.dozes, 1, __ATOMIC_RELAXED);
 }
 
 void ts_yield_turn(void)

@@ -28,12 +28,14 @@ extern uint64_t ts_nap_first_ns, ts_nap_max_ns;
 
 /*
  * Sleeps that ended by a wake-up (or a changed word) and by their timeout;
- * and rests (ts_rest()) and turn yields (ts_yield_turn()), which are neither.
+ * and rests (ts_rest()), dozes (ts_doze()) and turn yields
+ * (ts_yield_turn()), which are neither.
  */
 struct ts_sleep_counts {
 	uint64_t woken;
 	uint64_t timed_out;
 	uint64_t rests;
+	uint64_t dozes;
 	uint64_t turn_yields;
 };
 void ts_sleep_counts(struct ts_sleep_counts *out);
@@ -88,8 +90,15 @@ void ts_wake_outside(uint32_t hash);
  */
 void ts_rest(uint32_t us);
 
-/* The first part of a rest (slowpath.c, rest()): as ts_rest(), not counted as a rest. */
-void ts_rest_part(uint32_t us);
+/* As ts_rest(), not counted: the first half of a rest (slowpath.c, rest()). */
+void ts_sleep_us(uint32_t us);
+
+/*
+ * Holding no ticket, sleeps @us microseconds before queueing, woken by no
+ * one (slowpath.c, "Doze"): it ends by its timeout, on the sleeper's own
+ * CPU, which then runs it.  Counted in dozes.
+ */
+void ts_doze(uint32_t us);
 
 /*
  * Holding no ticket, gives the CPU to another thread ready to run on it, if

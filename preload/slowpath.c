@@ -100,32 +100,34 @@
  *     of two or more count: a lock with no one waiting never yields, and
  *     with one waiter two threads take turns by the rest (step 4); there
  *     the yield only handed the CPU to outside load (TS_TURN_MIN_QUEUE).
- *  7. Spin before queueing (TICKET_PRESPIN_US, 3 us).  A thread that
- *     finds the lock held past a queue whose head does not watch (woken and
- *     not yet running, or asleep) spins up to TICKET_PRESPIN_US, holding
- *     nothing, and steals the lock once it has looked free
- *     TS_PRESPIN_FREE_LOOKS times in a row; only then does it draw a
- *     ticket.  Behind such a head a ticket means sleeping until every
- *     waiter ahead has had its wake-up, one at a time, for a lock that its
- *     running holder releases within a critical section: at 16 threads on
- *     two CPUs with long private work (bench/locks, work 1000), the queue
- *     never emptied (a holder that lost its CPU once had filled it), 18-31
- *     thousand context switches a second against pthread_mutex's 700, the
- *     CPUs idle a tenth of the time, and 0.8x its throughput (3 us: 0.94
- *     to 1.01x).  Only on a lock that comes free between acquisitions:
- *     its last head that watched was bypassed fewer than
- *     TS_PRESPIN_MAX_BYPASSED times before it took the lock (a hint kept
- *     by lock hash, head_bypassed_by_lock).  On a saturated lock, short
- *     critical sections at 8 and 16 threads, the spinners took the lock in
- *     the bursts that the restriction leaves to one thread: 1.3-1.5x
- *     pthread_mutex fell to 0.9-1.0x; there most watching heads were
- *     bypassed 16 to 63 times before their take, at work 100 4 to 15, at
- *     work 1000 0 to 3 (bench/locks, 8 and 16 threads).  Neither a gap
- *     between one thread's spins nor a lock that must stay free a
- *     microsecond had told the two apart.  Behind a
- *     watching head the lock is saturated and the ticket is the restriction
- *     (step 3); with an empty queue the thread becomes the head, which runs;
- *     after a rest it queues, so that two threads take turns (step 4).
+ *  7. Doze before queueing (TICKET_DOZE_US, 50 us).  A thread that finds
+ *     the lock held past a queue whose head does not watch (woken and not
+ *     yet running, or asleep) sleeps TICKET_DOZE_US, holding nothing, woken
+ *     by no one, and then tries to steal again; after TS_DOZES_MAX dozes it
+ *     draws a ticket.  Behind such a head a ticket means sleeping until
+ *     every waiter ahead has had its wake-up, one at a time, and a wake-up
+ *     puts the woken thread on the CPU of the thread that woke it, which
+ *     runs on, while the CPU of the thread that went to sleep in the queue
+ *     idles: the scheduler does not move a thread that ran a moment ago to
+ *     an idle CPU.  At 8 threads on two CPUs with short private work
+ *     (bench/locks, work 100) a third of the CPU time was idle, and 98% of
+ *     the idle stretches (0.2 to 5 ms each) began with one to three of the
+ *     program's threads ready to run on the other CPU (perf sched).  A
+ *     doze ends by a timer on the dozer's own CPU, which runs it there:
+ *     the CPUs were busy 95% of the time and 8 threads ran 1.1-1.5x
+ *     faster.  It replaced a spin of up to 3 us, which served long
+ *     private work (16 threads, work 1000: with neither, the queue never
+ *     emptied and the CPUs idled a tenth of the time, 0.8x pthread_mutex)
+ *     but spun the CPU away at work 100.  Only on a lock that comes free
+ *     between acquisitions: its last head that watched was bypassed fewer
+ *     than TS_DOZE_MAX_BYPASSED times before it took the lock (a hint kept
+ *     by lock hash, head_bypassed_by_lock).  On a saturated lock (work 0
+ *     and 30, where most watching heads were bypassed 16 to 63 times) the
+ *     sleeping queue is the restriction (step 3): dozing there took a
+ *     sixth off at 16 threads.  Behind a watching head the lock is
+ *     saturated and the ticket is the restriction; with an empty queue the
+ *     thread becomes the head, which runs; after a rest it queues, so that
+ *     two threads take turns (step 4).
  *
  *  8. Active set (TICKET_ACTIVE, opt-in; active.c).  Before it may draw a
  *     ticket, a thread that failed to take a saturated lock passes a gate
@@ -385,13 +387,13 @@ enum how_taken {
 /*
  * How many steals the last head of a lock that watched it let pass before it
  * took the lock, plus one (0: no head has watched it yet), by the lock's
- * hash; locks whose hashes share a slot share it.  The spin before queueing
- * (step 7) reads it: a head bypassed TS_PRESPIN_MAX_BYPASSED times or more
- * watched a saturated lock, one bypassed fewer found it free between
- * acquisitions.  Written at a watching head's take, and only when the count
- * differs, so that the line stays shared between the contenders that read
- * it.  A hint: a stale or shared value costs a spin or a sleep, never a
- * bound.
+ * hash; locks whose hashes share a slot share it.  The doze before queueing
+ * (step 7) and the active set read it: a head bypassed fewer than
+ * TS_DOZE_MAX_BYPASSED times found the lock free between acquisitions, one
+ * bypassed TS_SATURATED_BYPASSED times or more watched a saturated lock.
+ * Written at a watching head's take, and only when the count differs, so
+ * that the line stays shared between the contenders that read it.  A hint:
+ * a stale or shared value costs a doze or a sleep, never a bound.
  */
 #define TS_HEAD_BYPASSED_SLOTS 64u
 static uint8_t head_bypassed_by_lock[TS_HEAD_BYPASSED_SLOTS] __attribute__((aligned(64)));
@@ -731,80 +733,44 @@ static void wait_outside(struct waiter *w, uint32_t *word)
 }
 
 /*
- * Consecutive looks that must find the lock free before a thread spinning
- * outside the queue steals it (step 7): a lock free at one look is often
- * between two acquisitions of one holder's burst, where a steal moves the
- * lock's line for nothing.  16 threads at work 0, spinning behind any
- * queue: 29.7 M/s stealing at the first free look, 35.0 after four, 39.0
- * without the spin (bench/locks, other line, medians of 5 interleaved runs).
- */
-#define TS_PRESPIN_FREE_LOOKS 4u
-/* Looks between two reads of the clock while spinning outside the queue. */
-#define TS_PRESPIN_CLOCK_EVERY 16u
-
-/*
  * Was the lock of @hash free between two acquisitions, when a head last
  * watched it?  Its last watching head took it after fewer than
- * TS_PRESPIN_MAX_BYPASSED steals.  Unknown (no head has watched yet) is no.
+ * TS_DOZE_MAX_BYPASSED steals.  Unknown (no head has watched yet) is no.
  */
 static bool lock_left_free_between_acquisitions(uint32_t hash)
 {
 	uint32_t seen = head_bypassed(hash);
 
-	return seen != 0 && seen - 1u < TS_PRESPIN_MAX_BYPASSED;
+	return seen != 0 && seen - 1u < TS_DOZE_MAX_BYPASSED;
 }
 
 /*
- * The other side of the same hint, for the active set (active.c): its last
- * watching head was bypassed TS_PRESPIN_MAX_BYPASSED times or more.
- * Unknown is no here too.
+ * The same hint, for the active set (active.c): its last watching head was
+ * bypassed TS_SATURATED_BYPASSED times or more.  Unknown is no here too.
  */
 bool ts_lock_saturated(uint32_t hash)
 {
 	uint32_t seen = head_bypassed(hash);
 
-	return seen != 0 && seen - 1u >= TS_PRESPIN_MAX_BYPASSED;
+	return seen != 0 && seen - 1u >= TS_SATURATED_BYPASSED;
 }
 
 /*
- * Found @word held before queueing: spin outside the queue first (step 7)?
- * Only behind a head that does not watch: woken and not yet running, or
- * asleep, so that a ticket drawn now means sleeping until every waiter
- * ahead has had its wake-up.  With an empty queue the arriving thread
- * becomes a head that runs and watches; behind a watching head the lock is
- * saturated, and sleeping there is the restriction (step 3).  Not after a
+ * Found @word held before queueing: doze first (step 7)?  Only behind a
+ * head that does not watch: woken and not yet running, or asleep, so that a
+ * ticket drawn now means sleeping until every waiter ahead has had its
+ * wake-up.  With an empty queue the arriving thread becomes a head that
+ * runs and watches; behind a watching head the lock is saturated, and
+ * sleeping in the queue there is the restriction (step 3).  Not after a
  * rest: the rester queues, so that the two threads take turns (step 4).
  * Not on a lock that the hint says is saturated, or that no head has
- * watched yet.
+ * watched yet.  Only where waiters sleep (TICKET_WAIT=park).
  */
-static bool prespin_pays(const struct ts_config *cfg, uint32_t word, bool rested, uint32_t hash)
+static bool doze_pays(const struct ts_config *cfg, uint32_t word, bool rested, uint32_t hash)
 {
-	return cfg->prespin_us != 0 && cfg->wait != TS_WAIT_SPIN && !rested &&
+	return cfg->doze_us != 0 && cfg->wait == TS_WAIT_PARK && !rested &&
 	       !strict_fifo(cfg, word) && ts_is_held(word) && ts_queued(word) != 0 &&
 	       !(word & TS_WATCHING) && lock_left_free_between_acquisitions(hash);
-}
-
-/*
- * Spins, holding no ticket, until the lock has looked free
- * TS_PRESPIN_FREE_LOOKS times in a row or TICKET_PRESPIN_US has passed;
- * @*word is the last look.  Reads only: the steal that may follow is
- * try_steal()'s, under its rules.
- */
-static void prespin(const struct ts_config *cfg, ts_word_t *lock, uint32_t *word)
-{
-	uint64_t deadline = ts_now_ns() + (uint64_t)cfg->prespin_us * 1000u;
-	uint32_t free_looks = 0;
-
-	for (uint32_t looks = 1;; looks++) {
-		__builtin_ia32_pause();
-		/* Relaxed: ownership is taken only by try_steal()'s ACQUIRE compare-and-swap. */
-		*word = __atomic_load_n(lock, __ATOMIC_RELAXED);
-		free_looks = ts_is_held(*word) ? 0 : free_looks + 1;
-		if (free_looks >= TS_PRESPIN_FREE_LOOKS)
-			return;
-		if (looks % TS_PRESPIN_CLOCK_EVERY == 0 && ts_now_ns() >= deadline)
-			return;
-	}
 }
 
 /*
@@ -925,7 +891,7 @@ static bool rest(const struct ts_config *cfg, ts_word_t *lock, uint32_t hash)
 		return false;
 	}
 	__atomic_store_n(last_rester_slot(hash), (uintptr_t)&rest_token, __ATOMIC_RELAXED);
-	ts_rest_part(cfg->rest_us / 2u);
+	ts_sleep_us(cfg->rest_us / 2u);
 	marked = mark_free_lock(lock);
 	ts_rest(cfg->rest_us - cfg->rest_us / 2u);
 	ran = !marked || acquired_since_mark(lock);
@@ -939,7 +905,7 @@ static bool rest(const struct ts_config *cfg, ts_word_t *lock, uint32_t hash)
 }
 
 /*
- * TICKET_STATS: a spin before queueing and a rest are part of the wait,
+ * TICKET_STATS: a doze before queueing and a rest are part of the wait,
  * which begins at the first of them (@*timed: it has begun).
  */
 static void stats_wait_begins_outside(struct waiter *w, bool *timed)
@@ -978,8 +944,8 @@ static __attribute__((noinline)) void lock_queued(ts_word_t *lock, uint32_t word
 	enum how_taken how = STOLEN;
 	bool rest_decided = false; /* once per acquisition: then we queue, and the bounds hold */
 	bool rested = false;       /* we slept a rest: we queue now (step 4) */
-	bool prespun = false;      /* we spun before queueing (step 7): once per acquisition */
-	bool wait_timed = false;   /* TICKET_STATS: the wait began at that spin or rest */
+	uint32_t dozes = 0;        /* before queueing (step 7): at most TS_DOZES_MAX an acquisition */
+	bool wait_timed = false;   /* TICKET_STATS: the wait began at a doze or the rest */
 	uint8_t ticket = 0;
 	ts_word_t *before;
 	bool lined_up;             /* waited in the active set's line (step 8) */
@@ -998,11 +964,12 @@ static __attribute__((noinline)) void lock_queued(ts_word_t *lock, uint32_t word
 	for (;;) {
 		if (try_steal(cfg, lock, &word))
 			break;
-		if (!prespun && prespin_pays(cfg, word, rested, hash)) {
-			prespun = true;
+		if (dozes < TS_DOZES_MAX && doze_pays(cfg, word, rested, hash)) {
+			dozes++;
 			stats_wait_begins_outside(&w, &wait_timed);
-			prespin(cfg, lock, &word);
-			w.st.spins = 1;
+			ts_doze(cfg->doze_us);
+			w.st.dozes = 1;
+			word = __atomic_load_n(lock, __ATOMIC_RELAXED);
 			continue;
 		}
 		if (!rest_decided && must_rest(cfg, word)) {

@@ -14,8 +14,23 @@
 
 #include <stdint.h>
 
-/* A head bypassed this often or more watched a saturated lock: no spin before queueing. */
-#define TS_PRESPIN_MAX_BYPASSED 4u
+/*
+ * A head bypassed this often or more watched a saturated lock: the active
+ * set restricts (active.c).
+ */
+#define TS_SATURATED_BYPASSED 4u
+
+/*
+ * A head bypassed fewer times than this found the lock free between
+ * acquisitions: a thread that finds it held past a head that does not watch
+ * dozes before it queues (slowpath.c, step 7).  Watching heads' bypasses at
+ * their take (bench/locks, 2 to 8 threads): work 0 and 30, 16 to 63;
+ * work 100, 8 to 15; work 1000, 0 to 3.
+ */
+#define TS_DOZE_MAX_BYPASSED 16u
+
+/* The most dozes before queueing, per acquisition (step 7). */
+#define TS_DOZES_MAX 4u
 
 /*
  * A thread that rested last on a lock queues without resting when the bound
@@ -37,7 +52,7 @@ uint32_t ts_head_bypassed(const void *lock);
 
 /*
  * Is the lock of @hash saturated, by that hint: was its last watching head
- * bypassed TS_PRESPIN_MAX_BYPASSED times or more?  False when unknown.
+ * bypassed TS_SATURATED_BYPASSED times or more?  False when unknown.
  */
 bool ts_lock_saturated(uint32_t hash);
 

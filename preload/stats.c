@@ -790,7 +790,7 @@ void ts_stats_record(const void *lock, uint16_t ticket, const void *caller,
 	p->parks = wait->parks;
 	p->rests = wait->rests;
 	p->skips = wait->skips;
-	p->spins = wait->spins;
+	p->dozes = wait->dozes;
 	p->line = wait->line;
 	p->borrows = wait->borrows;
 	p->delay = delay;

@@ -29,7 +29,7 @@ struct ts_wait_stats {
 	uint32_t parks;  /* futex sleeps attempted */
 	uint32_t rests;  /* rests before queueing (TICKET_REST_US; slowpath.c): 0 or 1 */
 	uint32_t skips;  /* rests due but skipped (one held up everyone; slowpath.c, rest()): 0 or 1 */
-	uint32_t spins;  /* spins before queueing (TICKET_PRESPIN_US; slowpath.c): 0 or 1 */
+	uint32_t dozes;  /* dozed before queueing (TICKET_DOZE_US; slowpath.c): 0 or 1 */
 	uint32_t line;   /* waited in the active set's line (TICKET_ACTIVE; active.c): 0 or 1 */
 	uint32_t borrows; /* 1: taken with no ticket (stolen, or escaped: slowpath.c) */
 	uint16_t ahead;  /* tickets ahead of ours when we began to wait, holder included */

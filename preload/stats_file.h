@@ -40,7 +40,7 @@
 #include <stdint.h>
 
 #define TS_FILE_MAGIC    0x7473746174737331ull /* "1sstatst" */
-#define TS_FILE_VERSION  6u /* 3: rests; 4: spins; 5: line; 6: skips */
+#define TS_FILE_VERSION  7u /* 3: rests; 4: spins; 5: line; 6: skips; 7: dozes for spins */
 #define TS_FILE_PREFIX   "ticketspin-stats."
 
 #define TS_LOCK_SLOTS_LOG2 9
@@ -119,7 +119,7 @@ struct ts_lock_rec {
 	uint64_t contended;
 	uint64_t latest; /* clock of the latest record, whose delay is "now" */
 	struct ts_segment seg; /* the current segment */
-	uint64_t ahead_sum, polls, yields, parks, rests, skips, spins, line, borrows;
+	uint64_t ahead_sum, polls, yields, parks, rests, skips, dozes, line, borrows;
 	uint64_t timed, wait_sum, wait_max;  /* waits with a start time */
 	uint64_t holds, hold_sum, hold_max;  /* hold samples */
 	uint32_t delay_now, delay_max;
@@ -147,7 +147,7 @@ struct ts_pending {
 	uint64_t lock, caller;
 	uint64_t begin, served; /* clock; begin 0: the wait was not timed; served 0: at_once */
 	uint64_t hold;          /* a hold sample of the holder before us, clock; 0: none */
-	uint32_t polls, yields, parks, rests, skips, spins, line, borrows;
+	uint32_t polls, yields, parks, rests, skips, dozes, line, borrows;
 	uint32_t delay, epoch;
 	uint16_t ticket, ahead;
 	/*

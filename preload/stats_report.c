@@ -184,7 +184,7 @@ void ts_slot_fold(struct ts_thread_slot *t)
 	r->parks += p->parks;
 	r->rests += p->rests;
 	r->skips += p->skips;
-	r->spins += p->spins;
+	r->dozes += p->dozes;
 	r->line += p->line;
 	r->delay_now = p->delay;
 	if (p->delay > r->delay_max)
@@ -250,7 +250,7 @@ static void vec_free(struct vec *v)
 /* ---- merging ---------------------------------------------------------------- */
 
 struct ts_merged_lock {
-	uint64_t lock, total, contended, ahead_sum, polls, yields, parks, rests, skips, spins;
+	uint64_t lock, total, contended, ahead_sum, polls, yields, parks, rests, skips, dozes;
 	uint64_t line, borrows;
 	uint64_t latest; /* of the latest record, whose delay is "now" */
 	uint32_t delay_now, delay_max, ahead_max, threads;
@@ -395,7 +395,7 @@ static void merge_lock(struct ts_merged_lock *m, const struct ts_lock_rec *r, si
 		m->parks += r[i].parks;
 		m->rests += r[i].rests;
 		m->skips += r[i].skips;
-		m->spins += r[i].spins;
+		m->dozes += r[i].dozes;
 		m->line += r[i].line;
 		if (r[i].ahead_max > m->ahead_max)
 			m->ahead_max = r[i].ahead_max;
@@ -812,7 +812,7 @@ long ts_report_write(int out, const struct ts_file_header *h, const struct ts_re
 		         "%8s %8s %8s %8s %8s %7s %7s%s  %s",
 		         "lock", "total>=", "contended", "total", "mean", "p99", "max", "mean", "p99",
 		         "max", "n", "ahead avg/max", "polls", "delay now/max", "yields", "parks",
-		         "rests", "skips", "spun", "line", "threads", "steals",
+		         "rests", "skips", "dozed", "line", "threads", "steals",
 		         o->previous != NULL ? "     /s" : "",
 		         "top call sites (share of contended)");
 	}
@@ -872,7 +872,7 @@ long ts_report_write(int out, const struct ts_file_header *h, const struct ts_re
 		         (double)m->polls / (double)m->contended, delay,
 		         (unsigned long long)m->yields, (unsigned long long)m->parks,
 		         (unsigned long long)m->rests, (unsigned long long)m->skips,
-		         (unsigned long long)m->spins,
+		         (unsigned long long)m->dozes,
 		         (unsigned long long)m->line, m->threads,
 		         (unsigned long long)m->borrows, rate, sites[0] != '\0' ? sites : "-");
 	}

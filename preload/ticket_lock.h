@@ -64,9 +64,9 @@
  *    steals past a queue of two or more whose head does not watch yields
  *    its CPU once every TICKET_TURN_US (the turn), holding nothing.  A
  *    thread that finds the lock held past a queue whose head does not
- *    watch, on a lock whose last watching head was seldom bypassed, spins
- *    up to TICKET_PRESPIN_US for it to come free, holding nothing, and
- *    steals it then, before it draws a ticket.
+ *    watch, on a lock whose last watching head was seldom bypassed, sleeps
+ *    TICKET_DOZE_US holding nothing and tries again, up to TS_DOZES_MAX
+ *    times, before it draws a ticket.
  *
  * Invariants:
  *  I1 at most one thread holds the lock: the one whose atomic operation

@@ -13,7 +13,7 @@
 	X(auto_single, MODE_ENV("TICKET_DELAY=auto", "TICKET_DELAY_TABLE=single"))        \
 	X(auto_yield, MODE_ENV("TICKET_DELAY=auto", "TICKET_WAIT=yield"))                 \
 	X(auto_park, MODE_ENV("TICKET_DELAY=auto", "TICKET_WAIT=park", "TICKET_SPIN=50")) \
-	X(auto_no_prespin, MODE_ENV("TICKET_DELAY=auto", "TICKET_PRESPIN_US=0"))          \
+	X(auto_no_doze, MODE_ENV("TICKET_DELAY=auto", "TICKET_DOZE_US=0"))                \
 	X(active_1, MODE_ENV("TICKET_ACTIVE=1", "TICKET_ACTIVE_US=200"))                  \
 	X(defaults, MODE_ENV("TICKET_DELAY="))
 

@@ -59,7 +59,7 @@ Test(active, one_slot_restricts_and_rotates_and_everyone_finishes, .timeout = 60
 	setenv("TICKET_ACTIVE_US", "200", 1);
 	heads_spin();
 	cr_assert_eq(ts_config()->active, 1);
-	a_watching_head_takes_after(TS_PRESPIN_MAX_BYPASSED); /* saturated, as contention leaves it */
+	a_watching_head_takes_after(TS_SATURATED_BYPASSED); /* saturated, as contention leaves it */
 	contend_until(restricted_and_rotated);
 	ts_active_counts(&c);
 	cr_assert_gt(c.joined, 0, "no thread was restricted");
@@ -103,7 +103,7 @@ Test(active, a_member_that_exited_is_evicted, .timeout = 60)
 	setenv("TICKET_ACTIVE", "1", 1);
 	setenv("TICKET_ACTIVE_US", "1000", 1);
 	heads_spin();
-	a_watching_head_takes_after(TS_PRESPIN_MAX_BYPASSED); /* saturated: the gate restricts */
+	a_watching_head_takes_after(TS_SATURATED_BYPASSED); /* saturated: the gate restricts */
 	ts_lock(&word, NULL);
 	cr_assert_eq(pthread_create(&tid, NULL, take_a_slot_and_exit, NULL), 0);
 	while (ts_queued(__atomic_load_n(&word, __ATOMIC_RELAXED)) == 0)
@@ -153,7 +153,7 @@ Test(active, a_member_off_cpu_keeps_its_slot_wall_turns, .timeout = 60)
 	setenv("TICKET_ACTIVE", "1", 1);
 	setenv("TICKET_ACTIVE_US", "100000", 1);
 	cr_assert_eq(sem_init(&member_may_go, 0, 0), 0);
-	a_watching_head_takes_after(TS_PRESPIN_MAX_BYPASSED); /* saturated: the gate restricts */
+	a_watching_head_takes_after(TS_SATURATED_BYPASSED); /* saturated: the gate restricts */
 	before_it_came = ts_now_ns();
 	cr_assert_eq(pthread_create(&tid, NULL, take_a_slot_and_block, &member_waited), 0);
 	while (__atomic_load_n(&member_waited, __ATOMIC_RELAXED))
@@ -220,7 +220,7 @@ Test(active, a_newcomer_joins_a_waiting_line_even_when_the_lock_is_not_saturated
 	setenv("TICKET_ACTIVE", "1", 1);
 	setenv("TICKET_ACTIVE_US", "100000", 1);
 	heads_spin();
-	a_watching_head_takes_after(TS_PRESPIN_MAX_BYPASSED); /* saturated: the gate restricts */
+	a_watching_head_takes_after(TS_SATURATED_BYPASSED); /* saturated: the gate restricts */
 	member_since = ts_now_ns();
 	cr_assert(!through_the_gate(), "the only slot was free");
 	cr_assert_eq(pthread_create(&first_tid, NULL, at_the_gate, &first), 0);

@@ -19,11 +19,11 @@
  *    watch yields its CPU once per TICKET_TURN_US of it (the turn); not past
  *    a queue of one, not with TICKET_TURN_US=0, not with TICKET_WAIT=spin.
  *  - a thread that finds the lock held past a queue whose head does not
- *    watch spins outside the queue up to TICKET_PRESPIN_US and steals it
- *    when it comes free, if the lock's last watching head was bypassed
- *    fewer than TS_PRESPIN_MAX_BYPASSED times; not behind a watching head,
- *    not before any head has watched, not after a head bypassed that often,
- *    not with TICKET_PRESPIN_US=0.
+ *    watch dozes TICKET_DOZE_US outside the queue and steals the lock if it
+ *    is free then, if the lock's last watching head was bypassed fewer than
+ *    TS_DOZE_MAX_BYPASSED times; at most TS_DOZES_MAX times, then it
+ *    queues; not behind a watching head, not before any head has watched,
+ *    not after a head bypassed that often, not with TICKET_DOZE_US=0.
  * And strict FIFO (TICKET_QUEUE=0) steals nothing.
  */
 #include <criterion/criterion.h>
@@ -380,98 +380,122 @@ static uint64_t sleeps_so_far(void)
 	return counts.woken + counts.timed_out;
 }
 
-/*
- * Held, past two ghost tickets whose head does not watch (woken, say, and
- * not running), on a lock whose last watching head was bypassed fewer than
- * TS_PRESPIN_MAX_BYPASSED times (the lock came free between acquisitions):
- * the arrival spins outside the queue (here up to 100 ms, so that our 20 ms
- * of holding fall within it) and steals the lock at its release, drawing no
- * ticket and never sleeping.  Without the spin it would queue behind the
- * ghosts and sleep.  (Not judged if we lost our CPU for most of the 100 ms:
- * the arrival then queued, as it should.)
- */
-Test(bypass, an_arrival_behind_a_head_that_does_not_watch_spins_and_steals, .timeout = 10)
+static uint64_t dozes_so_far(void)
 {
-	struct arrival a = { 0 };
-	uint64_t sleeps;
-	struct hold_report r;
-
-	setenv("TICKET_PRESPIN_US", "100000", 1);
-	cr_assert_eq(ts_config()->prespin_us, 100000u);
-	a_watching_head_takes_after(TS_PRESPIN_MAX_BYPASSED - 1u);
-	sleeps = sleeps_so_far();
-	r = hold_while_one_arrives(2u << TS_NEXT_SHIFT, 20, &a);
-	if (r.held_ns >= 90000000u)
-		cr_skip_test("held %llu ms: longer than the spin", (unsigned long long)(r.held_ns / 1000000u));
-	cr_assert_eq(r.most_queued, 2, "the arrival drew a ticket (%u in the queue)", r.most_queued);
-	cr_assert(ts_is_held(a.held_word) && ts_queued(a.held_word) == 2,
-	          "not a steal past the ghosts: word %#x", a.held_word);
-	cr_assert_eq(sleeps_so_far(), sleeps, "the arrival slept");
+	return counts_so_far().dozes;
 }
 
 /*
- * The arrival draws its ticket while we hold the lock, without spinning
- * first: well under the 100 ms spin of CPU time when the ticket shows.
- * Under 20 ms, so that a spin is caught even on a machine that gives the
- * arrival a fifth of a CPU (50 ms once let one through beside make stress);
- * a ticket drawn at once costs well under a millisecond.
+ * Held, past two ghost tickets whose head does not watch (woken, say, and
+ * not running), on a lock whose last watching head was bypassed fewer than
+ * TS_DOZE_MAX_BYPASSED times (the lock came free between acquisitions): the
+ * arrival dozes outside the queue (here 100 ms, so that our 20 ms of
+ * holding end within its first doze) and then steals the lock, drawing no
+ * ticket and never sleeping in the queue.  Without the doze it would queue
+ * behind the ghosts and sleep.  (Not judged if we lost our CPU for most of
+ * the 100 ms: the arrival then dozed again.)
  */
-static void an_arrival_queues_at_once(uint32_t queue)
+Test(bypass, an_arrival_behind_a_head_that_does_not_watch_dozes_and_steals, .timeout = 10)
 {
 	struct arrival a = { 0 };
+	uint64_t sleeps, dozes;
+	struct hold_report r;
+
+	setenv("TICKET_DOZE_US", "100000", 1);
+	cr_assert_eq(ts_config()->doze_us, 100000u);
+	a_watching_head_takes_after(TS_DOZE_MAX_BYPASSED - 1u);
+	sleeps = sleeps_so_far();
+	dozes = dozes_so_far();
+	r = hold_while_one_arrives(2u << TS_NEXT_SHIFT, 20, &a);
+	if (r.held_ns >= 90000000u)
+		cr_skip_test("held %llu ms: longer than the doze", (unsigned long long)(r.held_ns / 1000000u));
+	cr_assert_eq(r.most_queued, 2, "the arrival drew a ticket (%u in the queue)", r.most_queued);
+	cr_assert(ts_is_held(a.held_word) && ts_queued(a.held_word) == 2,
+	          "not a steal past the ghosts: word %#x", a.held_word);
+	cr_assert_eq(dozes_so_far() - dozes, 1, "dozes: %llu",
+	             (unsigned long long)(dozes_so_far() - dozes));
+	cr_assert_eq(sleeps_so_far(), sleeps, "the arrival slept in the queue");
+}
+
+/*
+ * The lock stays held past the ghosts: the arrival dozes TS_DOZES_MAX
+ * times, 1 ms each, and then draws its ticket.  Without the limit it would
+ * doze on for as long as the lock stays held (here up to 5 s).
+ */
+Test(bypass, an_arrival_dozes_at_most_ts_dozes_max_times_then_queues, .timeout = 10)
+{
+	struct arrival a = { 0 };
+	uint64_t dozes;
+	struct hold_report r;
+
+	setenv("TICKET_DOZE_US", "1000", 1);
+	cr_assert_eq(ts_config()->doze_us, 1000u);
+	a_watching_head_takes_after(0);
+	dozes = dozes_so_far();
+	r = hold_while_one_arrives(2u << TS_NEXT_SHIFT, 5000, &a);
+	cr_assert_eq(r.most_queued, 3, "no ticket in %llu ms", (unsigned long long)(r.held_ns / 1000000u));
+	cr_assert_eq(dozes_so_far() - dozes, TS_DOZES_MAX, "dozes: %llu",
+	             (unsigned long long)(dozes_so_far() - dozes));
+}
+
+/* The arrival draws its ticket while we hold the lock, without dozing. */
+static void an_arrival_queues_without_dozing(uint32_t queue)
+{
+	struct arrival a = { 0 };
+	uint64_t dozes = dozes_so_far();
 	struct hold_report r = hold_while_one_arrives(queue, 5000, &a);
 
 	cr_assert_eq(r.most_queued, ts_queued(queue) + 1, "no ticket in %llu ms (word %#x)",
 	             (unsigned long long)(r.held_ns / 1000000u), queue);
-	cr_assert_lt(r.cpu_ns, 20000000u, "the arrival spun %llu ms before its ticket",
-	             (unsigned long long)(r.cpu_ns / 1000000u));
+	cr_assert_eq(dozes_so_far(), dozes, "the arrival dozed %llu times before its ticket",
+	             (unsigned long long)(dozes_so_far() - dozes));
 }
 
-/* TICKET_PRESPIN_US=0: the arrival queues at once, behind the ghosts. */
-Test(bypass, no_spin_outside_the_queue_with_ticket_prespin_us_0, .timeout = 10)
+/* TICKET_DOZE_US=0: the arrival queues at once, behind the ghosts. */
+Test(bypass, no_doze_with_ticket_doze_us_0, .timeout = 10)
 {
-	setenv("TICKET_PRESPIN_US", "0", 1);
-	cr_assert_eq(ts_config()->prespin_us, 0u);
+	setenv("TICKET_DOZE_US", "0", 1);
+	cr_assert_eq(ts_config()->doze_us, 0u);
 	a_watching_head_takes_after(0);
-	an_arrival_queues_at_once(2u << TS_NEXT_SHIFT);
+	an_arrival_queues_without_dozing(2u << TS_NEXT_SHIFT);
 }
 
 /*
  * Behind a head that watches the lock is saturated, and a ticket is the
- * restriction (step 3): the arrival queues at once, spin or no spin.
+ * restriction (step 3): the arrival queues at once.
  */
-Test(bypass, no_spin_outside_the_queue_behind_a_watching_head, .timeout = 10)
+Test(bypass, no_doze_behind_a_watching_head, .timeout = 10)
 {
-	setenv("TICKET_PRESPIN_US", "100000", 1);
-	cr_assert_eq(ts_config()->prespin_us, 100000u);
+	setenv("TICKET_DOZE_US", "100000", 1);
+	cr_assert_eq(ts_config()->doze_us, 100000u);
 	a_watching_head_takes_after(0);
-	an_arrival_queues_at_once(ghost_watching_head());
+	an_arrival_queues_without_dozing(ghost_watching_head());
 }
 
 /*
  * No head has watched the lock yet: nothing says it comes free between
  * acquisitions, and the arrival queues at once behind the ghosts.
  */
-Test(bypass, no_spin_outside_the_queue_before_a_head_has_watched, .timeout = 10)
+Test(bypass, no_doze_before_a_head_has_watched, .timeout = 10)
 {
-	setenv("TICKET_PRESPIN_US", "100000", 1);
-	cr_assert_eq(ts_config()->prespin_us, 100000u);
+	setenv("TICKET_DOZE_US", "100000", 1);
+	cr_assert_eq(ts_config()->doze_us, 100000u);
 	cr_assert_eq(ts_head_bypassed(&word), 0u);
-	an_arrival_queues_at_once(2u << TS_NEXT_SHIFT);
+	an_arrival_queues_without_dozing(2u << TS_NEXT_SHIFT);
 }
 
 /*
- * The lock's last watching head was bypassed TS_PRESPIN_MAX_BYPASSED times:
- * the lock was saturated (at 8 threads with little work between
- * acquisitions the spinners took it in the bursts the restriction leaves to
- * one thread), and the arrival queues at once.
+ * The lock's last watching head was bypassed TS_DOZE_MAX_BYPASSED times:
+ * the lock was saturated (at 16 threads with little work between
+ * acquisitions, dozing there took a sixth off: the sleeping queue is the
+ * restriction), and the arrival queues at once.
  */
-Test(bypass, no_spin_outside_the_queue_after_a_head_bypassed_as_often_as_the_gate, .timeout = 10)
+Test(bypass, no_doze_after_a_head_bypassed_as_often_as_the_gate, .timeout = 10)
 {
-	setenv("TICKET_PRESPIN_US", "100000", 1);
-	cr_assert_eq(ts_config()->prespin_us, 100000u);
-	a_watching_head_takes_after(TS_PRESPIN_MAX_BYPASSED);
-	an_arrival_queues_at_once(2u << TS_NEXT_SHIFT);
+	setenv("TICKET_DOZE_US", "100000", 1);
+	cr_assert_eq(ts_config()->doze_us, 100000u);
+	a_watching_head_takes_after(TS_DOZE_MAX_BYPASSED);
+	an_arrival_queues_without_dozing(2u << TS_NEXT_SHIFT);
 }
 
 struct taker {

@@ -40,7 +40,7 @@ Test(config, defaults)
 	cr_assert_eq(cfg.queue_capacity, 63);
 	cr_assert_eq(cfg.rest_us, 500);
 	cr_assert_eq(cfg.turn_us, 500);
-	cr_assert_eq(cfg.prespin_us, 3);
+	cr_assert_eq(cfg.doze_us, 50);
 	cr_assert_eq(cfg.active, 0, "the active set is off unless asked for");
 	cr_assert_eq(cfg.active_us, 1000);
 	cr_assert(!cfg.strict && !cfg.verbose);
@@ -98,10 +98,10 @@ Test(config, good_values)
 	cr_assert_eq(cfg.turn_us, 0);
 	cr_assert_eq(parse_with("TICKET_TURN_US", "100000", &cfg), 0);
 	cr_assert_eq(cfg.turn_us, 100000);
-	cr_assert_eq(parse_with("TICKET_PRESPIN_US", "0", &cfg), 0);
-	cr_assert_eq(cfg.prespin_us, 0);
-	cr_assert_eq(parse_with("TICKET_PRESPIN_US", "100000", &cfg), 0);
-	cr_assert_eq(cfg.prespin_us, 100000);
+	cr_assert_eq(parse_with("TICKET_DOZE_US", "0", &cfg), 0);
+	cr_assert_eq(cfg.doze_us, 0);
+	cr_assert_eq(parse_with("TICKET_DOZE_US", "100000", &cfg), 0);
+	cr_assert_eq(cfg.doze_us, 100000);
 	cr_assert_eq(parse_with("TICKET_ACTIVE", "2", &cfg), 0);
 	cr_assert_eq(cfg.active, 2);
 	cr_assert_eq(parse_with("TICKET_ACTIVE", "8", &cfg), 0);
@@ -155,8 +155,8 @@ Test(config, bad_values_keep_the_default)
 		{ "TICKET_REST_US", "1ms" },
 		{ "TICKET_TURN_US", "-1" },        { "TICKET_TURN_US", "100001" },
 		{ "TICKET_TURN_US", "0.5" },
-		{ "TICKET_PRESPIN_US", "-1" },     { "TICKET_PRESPIN_US", "100001" },
-		{ "TICKET_PRESPIN_US", "3us" },
+		{ "TICKET_DOZE_US", "-1" },        { "TICKET_DOZE_US", "100001" },
+		{ "TICKET_DOZE_US", "3us" },
 		{ "TICKET_ACTIVE", "9" },          { "TICKET_ACTIVE", "-1" },
 		{ "TICKET_ACTIVE", "cpu" },        { "TICKET_ACTIVE", "2 " },
 		{ "TICKET_ACTIVE_US", "99" },      { "TICKET_ACTIVE_US", "100001" },

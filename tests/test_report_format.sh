@@ -76,7 +76,7 @@ $long"
 check_fitted 80 "$(report --width=80 "$pid")" "report --width=80"
 text=$(report --width=250 "$pid")
 check_fitted 250 "$text" "report --width=250"
-for title in "total>=" threads ahead polls delay yields parks rests skips spun line steals wait-ms; do
+for title in "total>=" threads ahead polls delay yields parks rests skips dozed line steals wait-ms; do
 	printf '%s\n' "$text" | grep -q "^lock .* $title " ||
 		fail "--width=250: no column $title"
 done
@@ -90,7 +90,7 @@ else
 fi
 
 # CSV: the documented header, every field of every row
-header='time,pid,state,lock,total,contended,per_s,wait_total_ms,wait_mean_us,wait_p99_us,wait_max_us,hold_mean_us,hold_p99_us,hold_max_us,holds,ahead_avg,ahead_max,polls,delay_now,delay_max,yields,parks,rests,skips,spun,line,threads,steals,sites,site1,site1_share,site2,site2_share,site3,site3_share'
+header='time,pid,state,lock,total,contended,per_s,wait_total_ms,wait_mean_us,wait_p99_us,wait_max_us,hold_mean_us,hold_p99_us,hold_max_us,holds,ahead_avg,ahead_max,polls,delay_now,delay_max,yields,parks,rests,skips,dozed,line,threads,steals,sites,site1,site1_share,site2,site2_share,site3,site3_share'
 csv=$(report --csv "$pid") || fail "report --csv failed"
 [ "$(printf '%s\n' "$csv" | head -n 1)" = "$header" ] || fail "CSV header changed: $(printf '%s\n' "$csv" | head -n 1)"
 rows=$(printf '%s\n' "$csv" | tail -n +2)

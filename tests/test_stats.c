@@ -101,7 +101,7 @@ static char *report(uint32_t top, long *nlocks)
 
 /* The report's row for @lock, parsed; false when there is none. */
 struct row {
-	unsigned long long total, contended, yields, parks, rests, skips, spins, line, borrows, holds;
+	unsigned long long total, contended, yields, parks, rests, skips, dozes, line, borrows, holds;
 	double wait_total_ms, wait_mean, wait_p99, wait_max; /* us */
 	char hold_mean[32], hold_p99[32], hold_max[32];
 	double ahead_avg, polls;
@@ -125,7 +125,7 @@ static bool row_of(const char *text, const void *lock, struct row *row)
 	                    &row->wait_p99, &row->wait_max, row->hold_mean, row->hold_p99,
 	                    row->hold_max, &row->holds, &row->ahead_avg, &row->ahead_max,
 	                    &row->polls, row->delay, &row->yields, &row->parks, &row->rests,
-	                    &row->skips, &row->spins, &row->line, &row->threads, &row->borrows,
+	                    &row->skips, &row->dozes, &row->line, &row->threads, &row->borrows,
 	                    row->site),
 	             23, "cannot parse: %s", line);
 	return true;
@@ -409,40 +409,40 @@ Test(stats_merge, many_inits_of_uncontended_locks_lose_nothing)
 }
 
 /*
- * The spin before queueing (TICKET_PRESPIN_US; slowpath.c, step 7) counts in
- * "spun": a thread arrives while we hold the lock over two ghost tickets
+ * The doze before queueing (TICKET_DOZE_US; slowpath.c, step 7) counts in
+ * "dozed": a thread arrives while we hold the lock over two ghost tickets
  * whose head does not watch, on a lock whose last watching head was seldom
- * bypassed; it spins outside the queue and steals at our release (as in
+ * bypassed; it dozes outside the queue and steals after our release (as in
  * test_bypass.c).  The setting is read with the statistics' at the suite's
  * start, so this suite sets it first.
  */
-static void stats_on_with_prespin(void)
+static void stats_on_with_doze(void)
 {
-	setenv("TICKET_PRESPIN_US", "100000", 1);
+	setenv("TICKET_DOZE_US", "100000", 1);
 	stats_on();
 }
 
-TestSuite(stats_prespin, .init = stats_on_with_prespin, .fini = stats_done);
+TestSuite(stats_doze, .init = stats_on_with_doze, .fini = stats_done);
 
-Test(stats_prespin, a_spin_before_queueing_counts_in_spun, .timeout = 10)
+Test(stats_doze, a_doze_before_queueing_counts_in_dozed, .timeout = 10)
 {
 	struct arrival a = { 0 };
 	struct hold_report held;
 	struct row row;
 	long n;
 
-	cr_assert_eq(ts_config()->prespin_us, 100000u);
-	a_watching_head_takes_after(TS_PRESPIN_MAX_BYPASSED - 1u);
+	cr_assert_eq(ts_config()->doze_us, 100000u);
+	a_watching_head_takes_after(TS_DOZE_MAX_BYPASSED - 1u);
 	held = hold_while_one_arrives(2u << TS_NEXT_SHIFT, 20, &a);
 	if (held.held_ns >= 90000000u)
-		cr_skip_test("held %llu ms: longer than the spin",
+		cr_skip_test("held %llu ms: longer than the doze",
 		             (unsigned long long)(held.held_ns / 1000000u));
 	cr_assert(ts_is_held(a.held_word) && ts_queued(a.held_word) == 2,
 	          "not a steal past the ghosts: word %#x", a.held_word);
 	char *text = report(20, &n);
 	cr_assert(row_of(text, &word, &row), "%s", text);
-	cr_assert_eq(row.spins, 1, "one acquisition began with a spin:\n%s", text);
-	cr_assert_geq(row.borrows, 1, "the spin ended in a steal:\n%s", text);
+	cr_assert_eq(row.dozes, 1, "one acquisition began with a doze:\n%s", text);
+	cr_assert_geq(row.borrows, 1, "the doze ended in a steal:\n%s", text);
 	cr_assert_eq(row.rests, 0, "%s", text);
 }
 

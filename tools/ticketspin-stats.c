@@ -454,7 +454,7 @@ static void site_names_free(struct site_names *s)
 
 /* One lock's row of the wide report, its numbers back from text. */
 struct row {
-	unsigned long long lock, total, contended, holds, yields, parks, rests, skips, spins;
+	unsigned long long lock, total, contended, holds, yields, parks, rests, skips, dozes;
 	unsigned long long line, borrows;
 	double wait_total_ms, wait_mean, wait_p99, wait_max, ahead_avg, polls, rate;
 	char hold_mean[24], hold_p99[24], hold_max[24], delay_now[24], delay_max[24];
@@ -483,7 +483,7 @@ static bool parse_row(const char *line, bool has_rate, struct row *r)
 	           "%llu %llu %llu %u %llu%n",
 	           &r->lock, &r->total, &r->contended, &r->wait_total_ms, &r->wait_mean,
 	           &r->wait_p99, &r->wait_max, r->hold_mean, r->hold_p99, r->hold_max, &r->holds,
-	           ahead, &r->polls, delay, &r->yields, &r->parks, &r->rests, &r->skips, &r->spins,
+	           ahead, &r->polls, delay, &r->yields, &r->parks, &r->rests, &r->skips, &r->dozes,
 	           &r->line, &r->threads, &r->borrows, &used) != 22 || used == 0)
 		return false;
 	p = line + 7 + used;
@@ -686,7 +686,7 @@ static void short_site(const char *name, char *buf, size_t size)
 enum column_id {
 	COL_LOCK, COL_CONTENDED, COL_RATE, COL_WAIT_MEAN, COL_WAIT_P99, COL_WAIT_MAX, COL_HOLD_MEAN,
 	COL_HOLD_P99, COL_HOLD_MAX, COL_HOLDS, COL_TOTAL, COL_THREADS, COL_AHEAD, COL_POLLS,
-	COL_DELAY, COL_YIELDS, COL_PARKS, COL_RESTS, COL_SKIPS, COL_SPINS, COL_LINE, COL_BORROWS,
+	COL_DELAY, COL_YIELDS, COL_PARKS, COL_RESTS, COL_SKIPS, COL_DOZES, COL_LINE, COL_BORROWS,
 	COL_WAIT_MS, COL_SITE,
 	NCOLUMNS
 };
@@ -717,7 +717,7 @@ static const struct column {
 	[COL_PARKS] = { "", "parks", 17, false },
 	[COL_RESTS] = { "", "rests", 18, false },
 	[COL_SKIPS] = { "", "skips", 19, false },
-	[COL_SPINS] = { "", "spun", 20, false },
+	[COL_DOZES] = { "", "dozed", 20, false },
 	[COL_LINE] = { "", "line", 21, false },
 	[COL_BORROWS] = { "", "steals", 22, false },
 	[COL_WAIT_MS] = { "", "wait-ms", 23, false },
@@ -761,7 +761,7 @@ static void row_cells(const struct row *r, const struct site_names *names, struc
 	snprintf(c->cell[COL_PARKS], CELL, "%llu", r->parks);
 	snprintf(c->cell[COL_RESTS], CELL, "%llu", r->rests);
 	snprintf(c->cell[COL_SKIPS], CELL, "%llu", r->skips);
-	snprintf(c->cell[COL_SPINS], CELL, "%llu", r->spins);
+	snprintf(c->cell[COL_DOZES], CELL, "%llu", r->dozes);
 	snprintf(c->cell[COL_LINE], CELL, "%llu", r->line);
 	snprintf(c->cell[COL_BORROWS], CELL, "%llu", r->borrows);
 	snprintf(c->cell[COL_WAIT_MS], CELL, "%.3f", r->wait_total_ms);
@@ -918,7 +918,7 @@ static void write_csv(const struct row *rows, size_t n, const struct site_names 
 	if (!f->csv_header) {
 		printf("time,pid,state,lock,total,contended,per_s,wait_total_ms,wait_mean_us,"
 		       "wait_p99_us,wait_max_us,hold_mean_us,hold_p99_us,hold_max_us,holds,"
-		       "ahead_avg,ahead_max,polls,delay_now,delay_max,yields,parks,rests,skips,spun,line,"
+		       "ahead_avg,ahead_max,polls,delay_now,delay_max,yields,parks,rests,skips,dozed,line,"
 		       "threads,steals,"
 		       "sites,site1,site1_share,site2,site2_share,site3,site3_share\n");
 		f->csv_header = true;
@@ -935,7 +935,7 @@ static void write_csv(const struct row *rows, size_t n, const struct site_names 
 		       r->wait_mean, r->wait_p99, r->wait_max, csv_value(r->hold_mean),
 		       csv_value(r->hold_p99), csv_value(r->hold_max), r->holds, r->ahead_avg,
 		       r->ahead_max, r->polls, csv_value(r->delay_now), csv_value(r->delay_max),
-		       r->yields, r->parks, r->rests, r->skips, r->spins, r->line, r->threads, r->borrows,
+		       r->yields, r->parks, r->rests, r->skips, r->dozes, r->line, r->threads, r->borrows,
 		       r->sites);
 		for (int s = 0; s < ROW_SITES; s++) {
 			putchar(',');
