@@ -100,10 +100,10 @@
  *     of two or more count: a lock with no one waiting never yields, and
  *     with one waiter two threads take turns by the rest (step 4); there
  *     the yield only handed the CPU to outside load (TS_TURN_MIN_QUEUE).
- *  7. Doze before queueing (TICKET_DOZE_US, 50 us).  A thread that finds
- *     the lock held past a queue whose head does not watch (woken and not
- *     yet running, or asleep) sleeps TICKET_DOZE_US, holding nothing, woken
- *     by no one, and then tries to steal again; after TS_DOZES_MAX dozes it
+ *  7. Doze before queueing (TICKET_DOZE_US, 50 us).  A thread that finds the
+ *     lock held past a queue whose head does not watch (woken and not yet
+ *     running, or asleep) sleeps TICKET_DOZE_US, holding nothing, woken by
+ *     no one, and then tries to steal again; after TS_DOZES_MAX dozes it
  *     draws a ticket.  Behind such a head a ticket means sleeping until
  *     every waiter ahead has had its wake-up, one at a time, and a wake-up
  *     puts the woken thread on the CPU of the thread that woke it, which
@@ -112,19 +112,20 @@
  *     an idle CPU.  At 8 threads on two CPUs with short private work
  *     (bench/locks, work 100) a third of the CPU time was idle, and 98% of
  *     the idle stretches (0.2 to 5 ms each) began with one to three of the
- *     program's threads ready to run on the other CPU (perf sched).  A
- *     doze ends by a timer on the dozer's own CPU, which runs it there:
- *     the CPUs were busy 95% of the time and 8 threads ran 1.1-1.5x
- *     faster.  It replaced a spin of up to 3 us, which served long
- *     private work (16 threads, work 1000: with neither, the queue never
- *     emptied and the CPUs idled a tenth of the time, 0.8x pthread_mutex)
- *     but spun the CPU away at work 100.  Only on a lock that comes free
- *     between acquisitions: its last head that watched was bypassed fewer
- *     than TS_DOZE_MAX_BYPASSED times before it took the lock (a hint kept
- *     by lock hash, head_bypassed_by_lock).  On a saturated lock (work 0
- *     and 30, where most watching heads were bypassed 16 to 63 times) the
- *     sleeping queue is the restriction (step 3): dozing there took a
- *     sixth off at 16 threads.  Behind a watching head the lock is
+ *     program's threads ready to run on the other CPU (perf sched).  A doze
+ *     ends by a timer on the dozer's own CPU, which runs it there: the CPUs
+ *     were busy 93-98% of the time, and 8 and 16 threads ran 1.6x faster
+ *     where the lock's line moves in 50 ns, as fast where it takes 250 (the
+ *     line is the bottleneck there).  It replaced a spin of up to 3 us,
+ *     which served long private work (16 threads, work 1000: with neither,
+ *     the queue never emptied and the CPUs idled a tenth of the time, 0.8x
+ *     pthread_mutex) but spun the CPU away at work 100.  Only on a lock that
+ *     comes free between acquisitions: its last head that watched was
+ *     bypassed fewer than TS_DOZE_MAX_BYPASSED times before it took the lock
+ *     (a hint kept by lock hash, head_bypassed_by_lock).  On a saturated
+ *     lock (work 0 and 30, where most watching heads were bypassed 16 to 63
+ *     times) the sleeping queue is the restriction (step 3): dozing there
+ *     took a sixth off at 16 threads.  Behind a watching head the lock is
  *     saturated and the ticket is the restriction; with an empty queue the
  *     thread becomes the head, which runs; after a rest it queues, so that
  *     two threads take turns (step 4).
