@@ -47,26 +47,21 @@ static void *arrival_thread(void *arg)
 struct hold_report {
 	uint32_t most_queued; /* the most tickets seen in the queue */
 	uint64_t held_ns;     /* from its arrival to our release */
-	uint64_t cpu_ns;      /* its CPU time when we stopped watching */
 };
 
 /*
  * We hold the lock over a ghost queue @queue (held | @queue); another thread
  * arrives and locks it.  We watch the word until the arrival's ticket shows
  * or @hold_ms pass, then release, and it gets the lock one way or another.
- * Its CPU time tells a spin from a prompt ticket whatever the scheduler did.
  */
 static inline struct hold_report hold_while_one_arrives(uint32_t queue, uint64_t hold_ms,
                                                         struct arrival *a)
 {
 	struct hold_report r = { 0 };
-	struct timespec cpu;
-	clockid_t clock;
 	uint64_t start;
 
 	__atomic_store_n(&word, queue | TS_LOCKED, __ATOMIC_RELEASE);
 	cr_assert_eq(pthread_create(&a->tid, NULL, arrival_thread, a), 0);
-	cr_assert_eq(pthread_getcpuclockid(a->tid, &clock), 0);
 	while (!a->arrived)
 		sched_yield();
 	start = ts_now_ns();
@@ -79,8 +74,6 @@ static inline struct hold_report hold_while_one_arrives(uint32_t queue, uint64_t
 			break; /* its ticket */
 		usleep(100);
 	}
-	cr_assert_eq(clock_gettime(clock, &cpu), 0);
-	r.cpu_ns = (uint64_t)cpu.tv_sec * 1000000000u + (uint64_t)cpu.tv_nsec;
 	r.held_ns = ts_now_ns() - start;
 	cr_assert(ts_unlock(&word));
 	cr_assert_eq(pthread_join(a->tid, NULL), 0);

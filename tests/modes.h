@@ -1,6 +1,6 @@
 /* The configurations every lock test runs under: each delay mode of the seed
  * series, each delay table, each waiting policy, and the default park
- * without the spin before queueing. */
+ * without the doze before queueing. */
 #ifndef TICKETSPIN_TEST_MODES_H
 #define TICKETSPIN_TEST_MODES_H
 

@@ -380,6 +380,11 @@ static uint64_t sleeps_so_far(void)
 	return counts.woken + counts.timed_out;
 }
 
+/*
+ * The doze tests set the lock's hint with a real watching head
+ * (a_watching_head_takes_after()); the heads spin (heads_spin()), so that it
+ * watches until our release even when it shares our CPU.
+ */
 static uint64_t dozes_so_far(void)
 {
 	return counts_so_far().dozes;
@@ -401,6 +406,7 @@ Test(bypass, an_arrival_behind_a_head_that_does_not_watch_dozes_and_steals, .tim
 	uint64_t sleeps, dozes;
 	struct hold_report r;
 
+	heads_spin();
 	setenv("TICKET_DOZE_US", "100000", 1);
 	cr_assert_eq(ts_config()->doze_us, 100000u);
 	a_watching_head_takes_after(TS_DOZE_MAX_BYPASSED - 1u);
@@ -428,6 +434,7 @@ Test(bypass, an_arrival_dozes_at_most_ts_dozes_max_times_then_queues, .timeout =
 	uint64_t dozes;
 	struct hold_report r;
 
+	heads_spin();
 	setenv("TICKET_DOZE_US", "1000", 1);
 	cr_assert_eq(ts_config()->doze_us, 1000u);
 	a_watching_head_takes_after(0);
@@ -454,6 +461,7 @@ static void an_arrival_queues_without_dozing(uint32_t queue)
 /* TICKET_DOZE_US=0: the arrival queues at once, behind the ghosts. */
 Test(bypass, no_doze_with_ticket_doze_us_0, .timeout = 10)
 {
+	heads_spin();
 	setenv("TICKET_DOZE_US", "0", 1);
 	cr_assert_eq(ts_config()->doze_us, 0u);
 	a_watching_head_takes_after(0);
@@ -466,6 +474,7 @@ Test(bypass, no_doze_with_ticket_doze_us_0, .timeout = 10)
  */
 Test(bypass, no_doze_behind_a_watching_head, .timeout = 10)
 {
+	heads_spin();
 	setenv("TICKET_DOZE_US", "100000", 1);
 	cr_assert_eq(ts_config()->doze_us, 100000u);
 	a_watching_head_takes_after(0);
@@ -492,6 +501,7 @@ Test(bypass, no_doze_before_a_head_has_watched, .timeout = 10)
  */
 Test(bypass, no_doze_after_a_head_bypassed_as_often_as_the_gate, .timeout = 10)
 {
+	heads_spin();
 	setenv("TICKET_DOZE_US", "100000", 1);
 	cr_assert_eq(ts_config()->doze_us, 100000u);
 	a_watching_head_takes_after(TS_DOZE_MAX_BYPASSED);

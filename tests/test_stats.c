@@ -418,6 +418,7 @@ Test(stats_merge, many_inits_of_uncontended_locks_lose_nothing)
  */
 static void stats_on_with_doze(void)
 {
+	heads_spin(); /* the helper's watching head watches until our release */
 	setenv("TICKET_DOZE_US", "100000", 1);
 	stats_on();
 }
