@@ -115,8 +115,9 @@
  *     program's threads ready to run on the other CPU (perf sched).  A doze
  *     ends by a timer on the dozer's own CPU, which runs it there: the CPUs
  *     were busy 93-98% of the time, and 8 and 16 threads ran 1.6x faster
- *     where the lock's line moves in 50 ns, as fast where it takes 250 (the
- *     line is the bottleneck there).  It replaced a spin of up to 3 us,
+ *     where the lock's line moves in 50 ns, as fast as before where it
+ *     takes 250 (the busy CPU buys nothing there).  It replaced a spin of
+ *     up to 3 us,
  *     which served long private work (16 threads, work 1000: with neither,
  *     the queue never emptied and the CPUs idled a tenth of the time, 0.8x
  *     pthread_mutex) but spun the CPU away at work 100.  Only on a lock that
