@@ -380,14 +380,22 @@ static uint64_t sleeps_so_far(void)
 	return counts.woken + counts.timed_out;
 }
 
-/*
- * The doze tests set the lock's hint with a real watching head
- * (a_watching_head_takes_after()); the heads spin (heads_spin()), so that it
- * watches until our release even when it shares our CPU.
- */
 static uint64_t dozes_so_far(void)
 {
 	return counts_so_far().dozes;
+}
+
+/*
+ * The doze tests' settings: TICKET_DOZE_US=@us, and heads that spin
+ * (heads_spin()), so that the real watching head that sets the lock's hint
+ * (a_watching_head_takes_after()) watches until our release even when it
+ * shares our CPU.
+ */
+static void doze_for(const char *us)
+{
+	heads_spin();
+	setenv("TICKET_DOZE_US", us, 1);
+	cr_assert_eq(ts_config()->doze_us, (uint32_t)strtoul(us, NULL, 10));
 }
 
 /*
@@ -406,9 +414,7 @@ Test(bypass, an_arrival_behind_a_head_that_does_not_watch_dozes_and_steals, .tim
 	uint64_t sleeps, dozes;
 	struct hold_report r;
 
-	heads_spin();
-	setenv("TICKET_DOZE_US", "100000", 1);
-	cr_assert_eq(ts_config()->doze_us, 100000u);
+	doze_for("100000");
 	a_watching_head_takes_after(TS_DOZE_MAX_BYPASSED - 1u);
 	sleeps = sleeps_so_far();
 	dozes = dozes_so_far();
@@ -434,9 +440,7 @@ Test(bypass, an_arrival_dozes_at_most_ts_dozes_max_times_then_queues, .timeout =
 	uint64_t dozes;
 	struct hold_report r;
 
-	heads_spin();
-	setenv("TICKET_DOZE_US", "1000", 1);
-	cr_assert_eq(ts_config()->doze_us, 1000u);
+	doze_for("1000");
 	a_watching_head_takes_after(0);
 	dozes = dozes_so_far();
 	r = hold_while_one_arrives(2u << TS_NEXT_SHIFT, 5000, &a);
@@ -461,9 +465,7 @@ static void an_arrival_queues_without_dozing(uint32_t queue)
 /* TICKET_DOZE_US=0: the arrival queues at once, behind the ghosts. */
 Test(bypass, no_doze_with_ticket_doze_us_0, .timeout = 10)
 {
-	heads_spin();
-	setenv("TICKET_DOZE_US", "0", 1);
-	cr_assert_eq(ts_config()->doze_us, 0u);
+	doze_for("0");
 	a_watching_head_takes_after(0);
 	an_arrival_queues_without_dozing(2u << TS_NEXT_SHIFT);
 }
@@ -474,9 +476,7 @@ Test(bypass, no_doze_with_ticket_doze_us_0, .timeout = 10)
  */
 Test(bypass, no_doze_behind_a_watching_head, .timeout = 10)
 {
-	heads_spin();
-	setenv("TICKET_DOZE_US", "100000", 1);
-	cr_assert_eq(ts_config()->doze_us, 100000u);
+	doze_for("100000");
 	a_watching_head_takes_after(0);
 	an_arrival_queues_without_dozing(ghost_watching_head());
 }
@@ -487,8 +487,7 @@ Test(bypass, no_doze_behind_a_watching_head, .timeout = 10)
  */
 Test(bypass, no_doze_before_a_head_has_watched, .timeout = 10)
 {
-	setenv("TICKET_DOZE_US", "100000", 1);
-	cr_assert_eq(ts_config()->doze_us, 100000u);
+	doze_for("100000");
 	cr_assert_eq(ts_head_bypassed(&word), 0u);
 	an_arrival_queues_without_dozing(2u << TS_NEXT_SHIFT);
 }
@@ -501,9 +500,7 @@ Test(bypass, no_doze_before_a_head_has_watched, .timeout = 10)
  */
 Test(bypass, no_doze_after_a_head_bypassed_as_often_as_the_gate, .timeout = 10)
 {
-	heads_spin();
-	setenv("TICKET_DOZE_US", "100000", 1);
-	cr_assert_eq(ts_config()->doze_us, 100000u);
+	doze_for("100000");
 	a_watching_head_takes_after(TS_DOZE_MAX_BYPASSED);
 	an_arrival_queues_without_dozing(2u << TS_NEXT_SHIFT);
 }
