@@ -36,6 +36,7 @@
 #ifndef TICKETSPIN_STATS_FILE_H
 #define TICKETSPIN_STATS_FILE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -260,6 +261,35 @@ long ts_report_write(int out, const struct ts_file_header *header, const struct 
                      const struct ts_report_options *options);
 
 void ts_report_free(struct ts_report *report);
+
+/*
+ * One lock's row of ts_report_write()'s layout, read back: the ticketspin
+ * command lays the rows out again to fit a width or as CSV, and the tests
+ * check them.  The parser lives beside the writer, so that a column is
+ * added, renamed or moved in one file.
+ */
+struct ts_report_row {
+	unsigned long long lock, total, contended, holds;
+	double wait_total_ms, wait_mean, wait_p99, wait_max; /* ms; us, us, us */
+	char hold_mean[24], hold_p99[24], hold_max[24];      /* us, or "-" */
+	double ahead_avg, polls;
+	unsigned ahead_max;
+	char delay_now[24], delay_max[24];                   /* units, or "-" */
+	unsigned long long yields, parks, rests, skips, dozes, line;
+	unsigned threads;
+	unsigned long long borrows;                          /* the "steals" column */
+	bool has_rate;
+	double rate;                                         /* per second, with has_rate */
+	char sites[1024];                                    /* "-", or the call sites */
+};
+
+/*
+ * Parses the lock's row that starts at @line ("stats: 0x..."; the prefix
+ * already skipped) and ends at a newline or the string's end; @has_rate: it
+ * was written with options.previous (the /s column).  False when it is not
+ * a lock's row or does not parse.
+ */
+bool ts_report_parse_row(const char *line, bool has_rate, struct ts_report_row *row);
 
 /* Clock units per nanosecond for @header, from its creation pair and now. */
 double ts_ticks_per_ns(const struct ts_file_header *header);

@@ -880,3 +880,51 @@ long ts_report_write(int out, const struct ts_file_header *h, const struct ts_re
 		munmap(order, order_bytes);
 	return (long)report->nlocks;
 }
+
+/* ---- reading a row back --------------------------------------------------- */
+
+bool ts_report_parse_row(const char *line, bool has_rate, struct ts_report_row *r)
+{
+	char ahead[64], delay[64], *slash;
+	const char *p;
+	size_t len;
+	int used = 0;
+
+	memset(r, 0, sizeof(*r));
+	if (strncmp(line, "stats: ", 7) != 0)
+		return false;
+	p = line + 7 + strspn(line + 7, " ");
+	if (strncmp(p, "0x", 2) != 0)
+		return false; /* a header line: a lock's row starts with its address */
+	/* The columns in ts_report_write()'s order. */
+	if (sscanf(p,
+	           "%llx %llu %llu %lf %lf %lf %lf %23s %23s %23s %llu %63s %lf %63s %llu %llu %llu "
+	           "%llu %llu %llu %u %llu%n",
+	           &r->lock, &r->total, &r->contended, &r->wait_total_ms, &r->wait_mean,
+	           &r->wait_p99, &r->wait_max, r->hold_mean, r->hold_p99, r->hold_max, &r->holds,
+	           ahead, &r->polls, delay, &r->yields, &r->parks, &r->rests, &r->skips, &r->dozes,
+	           &r->line, &r->threads, &r->borrows, &used) != 22 || used == 0)
+		return false;
+	p += used;
+	if (has_rate) {
+		used = 0;
+		if (sscanf(p, "%lf%n", &r->rate, &used) != 1 || used == 0)
+			return false;
+		r->has_rate = true;
+		p += used;
+	}
+	if (sscanf(ahead, "%lf/%u", &r->ahead_avg, &r->ahead_max) != 2)
+		return false;
+	if ((slash = strchr(delay, '/')) == NULL)
+		return false;
+	*slash = '\0';
+	snprintf(r->delay_now, sizeof(r->delay_now), "%.23s", delay);
+	snprintf(r->delay_max, sizeof(r->delay_max), "%.23s", slash + 1);
+	p += strspn(p, " ");
+	len = strcspn(p, "\n");
+	if (len == 0 || len >= sizeof(r->sites))
+		return false;
+	memcpy(r->sites, p, len);
+	r->sites[len] = '\0';
+	return true;
+}

@@ -17,6 +17,7 @@
 #include "probe_run.h"
 #include "slowpath.h"
 #include "stats.h"
+#include "stats_file.h"
 #include "ticket_lock.h"
 
 static ts_word_t word __attribute__((aligned(64))); /* the lock of arrivals.h */
@@ -99,17 +100,8 @@ static char *report(uint32_t top, long *nlocks)
 	return buf;
 }
 
-/* The report's row for @lock, parsed; false when there is none. */
-struct row {
-	unsigned long long total, contended, yields, parks, rests, skips, dozes, line, borrows, holds;
-	double wait_total_ms, wait_mean, wait_p99, wait_max; /* us */
-	char hold_mean[32], hold_p99[32], hold_max[32];
-	double ahead_avg, polls;
-	unsigned ahead_max, threads;
-	char delay[64], site[512];
-};
-
-static bool row_of(const char *text, const void *lock, struct row *row)
+/* The report's row for @lock, parsed (stats_report.c); false when there is none. */
+static bool row_of(const char *text, const void *lock, struct ts_report_row *row)
 {
 	char key[64];
 	const char *line;
@@ -118,16 +110,7 @@ static bool row_of(const char *text, const void *lock, struct row *row)
 	line = strstr(text, key);
 	if (line == NULL)
 		return false;
-	line += strlen(key);
-	cr_assert_eq(sscanf(line, "%llu %llu %lf %lf %lf %lf %31s %31s %31s %llu %lf/%u %lf %63s "
-	                          "%llu %llu %llu %llu %llu %llu %u %llu %511[^\n]",
-	                    &row->total, &row->contended, &row->wait_total_ms, &row->wait_mean,
-	                    &row->wait_p99, &row->wait_max, row->hold_mean, row->hold_p99,
-	                    row->hold_max, &row->holds, &row->ahead_avg, &row->ahead_max,
-	                    &row->polls, row->delay, &row->yields, &row->parks, &row->rests,
-	                    &row->skips, &row->dozes, &row->line, &row->threads, &row->borrows,
-	                    row->site),
-	             23, "cannot parse: %s", line);
+	cr_assert(ts_report_parse_row(line, false, row), "cannot parse: %.300s", line);
 	return true;
 }
 
@@ -163,7 +146,7 @@ static int lock_a, lock_b, lock_c; /* only their addresses matter */
 Test(stats_merge, one_thread_across_the_ticket_wrap)
 {
 	static struct event ev[9100];
-	struct row row;
+	struct ts_report_row row;
 	long n;
 
 	events = ev;
@@ -182,8 +165,8 @@ Test(stats_merge, one_thread_across_the_ticket_wrap)
 	cr_assert_eq(row.contended, 9001);
 	cr_assert_eq(row.threads, 1);
 	cr_assert_eq(row.yields, 9001);
-	cr_assert(strstr(row.site, "getpid+0x3 (") != NULL && strstr(row.site, "libc.so") != NULL
-	          && strstr(row.site, " 100%") != NULL, "site: %s", row.site);
+	cr_assert(strstr(row.sites, "getpid+0x3 (") != NULL && strstr(row.sites, "libc.so") != NULL
+	          && strstr(row.sites, " 100%") != NULL, "site: %s", row.sites);
 }
 
 /*
@@ -198,7 +181,7 @@ Test(stats_merge, a_queue_that_empties_restarts_its_tickets)
 {
 	static const int periods[] = { 3, 6, 2, 5, 4 };
 	struct event ev[64];
-	struct row row;
+	struct ts_report_row row;
 	int made = 0, observed = 0;
 	long n;
 
@@ -225,7 +208,7 @@ Test(stats_merge, a_queue_that_empties_restarts_its_tickets)
 Test(stats_merge, threads_that_overlap_leave_gaps_and_exit)
 {
 	static struct event ev[4000];
-	struct row row;
+	struct ts_report_row row;
 	long n;
 
 	events = ev;
@@ -251,8 +234,8 @@ Test(stats_merge, threads_that_overlap_leave_gaps_and_exit)
 	cr_assert_eq(row.contended, 9 + 391 + 1);
 	cr_assert_eq(row.threads, 3);
 	/* the top call site: &lock_b, 271 of 401 (lock_c: k / 3 = 21, 24 .. 150); object+offset */
-	cr_assert(strstr(row.site, " 67%, ") != NULL && strstr(row.site, " 32%") != NULL,
-	          "site: %s", row.site);
+	cr_assert(strstr(row.sites, " 67%, ") != NULL && strstr(row.sites, " 32%") != NULL,
+	          "site: %s", row.sites);
 }
 
 /*
@@ -262,7 +245,7 @@ Test(stats_merge, threads_that_overlap_leave_gaps_and_exit)
 Test(stats_merge, acquisitions_without_a_ticket_count_apart)
 {
 	struct event ev[32];
-	struct row row;
+	struct ts_report_row row;
 	long n;
 
 	events = ev;
@@ -284,7 +267,7 @@ Test(stats_merge, acquisitions_without_a_ticket_count_apart)
 Test(stats_merge, init_restarts_the_count)
 {
 	struct event ev[64];
-	struct row row;
+	struct ts_report_row row;
 	long n;
 
 	events = ev;
@@ -310,7 +293,7 @@ Test(stats_merge, sorted_by_contention_and_cut_at_top)
 {
 	static struct event ev[100];
 	long n;
-	struct row row;
+	struct ts_report_row row;
 
 	events = ev;
 	for (uint64_t k = 0; k < 30; k++)
@@ -343,14 +326,15 @@ Test(stats_merge, sorted_by_contention_and_cut_at_top)
 	cr_assert_float_eq(row.ahead_avg, (7.0 + 29) / 30, 0.01);
 	cr_assert_float_eq(row.polls, 10.0, 0.01);
 	/* thread 1 recorded last, with no tuned delay; the maximum is thread 0's */
-	cr_assert_str_eq(row.delay, "-/3.00");
-	cr_assert(strncmp(row.site, "(nil) 100%", 10) == 0, "site: %s", row.site);
+	cr_assert_str_eq(row.delay_now, "-");
+	cr_assert_str_eq(row.delay_max, "3.00");
+	cr_assert(strncmp(row.sites, "(nil) 100%", 10) == 0, "site: %s", row.sites);
 }
 
 Test(stats_merge, served_at_once_waits_none_and_still_counts)
 {
 	static struct event ev[1900];
-	struct row row;
+	struct ts_report_row row;
 	long n;
 
 	events = ev;
@@ -429,7 +413,7 @@ Test(stats_doze, a_doze_before_queueing_counts_in_dozed, .timeout = 10)
 {
 	struct arrival a = { 0 };
 	struct hold_report held;
-	struct row row;
+	struct ts_report_row row;
 	long n;
 
 	cr_assert_eq(ts_config()->doze_us, 100000u);
@@ -465,7 +449,7 @@ TestSuite(stats_rest, .init = stats_on_with_rests, .fini = stats_done);
 
 Test(stats_rest, a_rest_counts_in_rests_and_the_next_one_skipped_in_skips, .timeout = 10)
 {
-	struct row row;
+	struct ts_report_row row;
 	long n;
 
 	cr_assert_eq(ts_config()->rest_us, 10000u);
@@ -502,7 +486,7 @@ static bool a_thread_waited_in_the_line(void)
 
 Test(stats_active, waits_in_the_line_count_in_line, .timeout = 60)
 {
-	struct row row;
+	struct ts_report_row row;
 	long n;
 
 	cr_assert_eq(ts_config()->active, 1u);
@@ -545,7 +529,7 @@ static void check_contended_row(const char *report_text, const struct probe_resu
 {
 	void *address;
 	unsigned long count;
-	struct row row;
+	struct ts_report_row row;
 
 	program_lock(r, k, &address, &count);
 	cr_assert(row_of(report_text, address, &row), "no row for lock %d (%p):\n%s", k, address,
@@ -555,8 +539,8 @@ static void check_contended_row(const char *report_text, const struct probe_resu
 	          row.total <= count + 1, "lock %d: contended %llu total %llu of %lu:\n%s", k,
 	          row.contended, row.total, count + 1, report_text);
 	cr_assert(row.ahead_max >= 1 && row.threads >= 1, "%s", report_text);
-	cr_assert(strncmp(row.site, "contend_worker+0x", 17) == 0 &&
-	          strstr(row.site, "/contended) ") != NULL, "lock %d: site %s", k, row.site);
+	cr_assert(strncmp(row.sites, "contend_worker+0x", 17) == 0 &&
+	          strstr(row.sites, "/contended) ") != NULL, "lock %d: site %s", k, row.sites);
 }
 
 Test(stats_program, names_the_call_site_and_counts)
@@ -628,7 +612,7 @@ Test(stats_program, writes_the_file_and_cuts_at_top)
 	{
 		void *address[2];
 		unsigned long count;
-		struct row row;
+		struct ts_report_row row;
 		int shown;
 
 		program_lock(&r, 0, &address[0], &count);
@@ -702,7 +686,7 @@ Test(stats_program, a_lock_held_50_ms_shows_a_wait_of_50_ms)
 	struct probe_result r;
 	void *address;
 	unsigned long count;
-	struct row row;
+	struct ts_report_row row;
 
 	run_contended(&r, (const char *const[]){ "TICKET_STATS=1", NULL },
 	              (const char *const[]){ "1", "1", "1", "hold50", NULL });

@@ -14,6 +14,7 @@
 #include <sys/stat.h>
 
 #include "probe_run.h"
+#include "stats_file.h"
 
 static char dir[] = "/tmp/ticketspin-stats-fileXXXXXX";
 static char xdg[160];
@@ -60,28 +61,16 @@ static void reader(struct probe_result *r, const char *const *args)
 	probe_run(r, (const char *const[]){ xdg, "LD_PRELOAD=", NULL }, argv, 30);
 }
 
-/* The numbers of the row of the lock at @address (as printed by contended). */
-struct row {
-	unsigned long long total, contended, holds;
-	char site[512];
-};
-
-static bool row_of(const char *text, const char *address, struct row *row)
+/* The row of the lock at @address (as printed by contended), parsed (stats_report.c). */
+static bool row_of(const char *text, const char *address, struct ts_report_row *row)
 {
-	char key[64], skip[11][32];
+	char key[64];
 	const char *line;
 
 	snprintf(key, sizeof(key), "stats: %18s ", address);
 	if ((line = strstr(text, key)) == NULL)
 		return false;
-	cr_assert_eq(sscanf(line + strlen(key),
-	                    "%llu %llu %31s %31s %31s %31s %31s %31s %31s %llu %31s %31s %31s %31s "
-	                    "%31s %31s %31s %31s %31s %31s %31s %511[^\n]",
-	                    &row->total, &row->contended, skip[0], skip[1], skip[2], skip[3],
-	                    skip[4], skip[5], skip[6], &row->holds, skip[0], skip[1], skip[2],
-	                    skip[3], skip[4], skip[5], skip[6], skip[7], skip[8], skip[9], skip[10],
-	                    row->site),
-	             22, "cannot parse: %s", line);
+	cr_assert(ts_report_parse_row(line, false, row), "cannot parse: %.300s", line);
 	return true;
 }
 
@@ -100,7 +89,7 @@ Test(stats_file, report_of_a_child_that_ended_with__exit)
 	char address[32], pid[16];
 	unsigned long count;
 	const char *child;
-	struct row row;
+	struct ts_report_row row;
 
 	probe_run(&run, (const char *const[]){ xdg, "TICKET_STATS=1", NULL },
 	          (const char *const[]){ CONTENDED, "4", "5000", "1", "fork_exit", NULL }, 60);
@@ -120,8 +109,8 @@ Test(stats_file, report_of_a_child_that_ended_with__exit)
 	cr_assert(row.contended >= 1 && row.contended <= row.total && row.total <= count + 1,
 	          "contended %llu total %llu of %lu:\n%s", row.contended, row.total, count + 1,
 	          rep.out);
-	cr_assert(strncmp(row.site, "contend_worker+0x", 17) == 0 &&
-	          strstr(row.site, "/contended) ") != NULL, "site: %s", row.site);
+	cr_assert(strncmp(row.sites, "contend_worker+0x", 17) == 0 &&
+	          strstr(row.sites, "/contended) ") != NULL, "site: %s", row.sites);
 }
 
 /* Starts contended in "wait" mode; returns its pid once it printed "ready". */
@@ -185,7 +174,7 @@ Test(stats_file, top_on_a_running_program_then_report_after_sigkill)
 	struct probe_result live, dead;
 	char out_path[128], text[4096], address[32], pid_text[16];
 	unsigned long count;
-	struct row before, after;
+	struct ts_report_row before, after;
 	pid_t pid = start_waiting("4", "5000", out_path);
 	int fd, status;
 
@@ -224,7 +213,7 @@ Test(stats_file, top_on_a_running_program_then_report_after_sigkill)
 	/* and it matches the acquisitions the program made (main took the lock once more) */
 	cr_assert(after.contended >= 1 && after.contended <= after.total && after.total <= count + 1,
 	          "contended %llu total %llu of %lu", after.contended, after.total, count + 1);
-	cr_assert(strncmp(after.site, "contend_worker+0x", 17) == 0, "site: %s", after.site);
+	cr_assert(strncmp(after.sites, "contend_worker+0x", 17) == 0, "site: %s", after.sites);
 	cr_assert_eq(files_in_dir(), 1, "SIGKILL leaves the file");
 
 	/* --clean removes it now that the process is gone */

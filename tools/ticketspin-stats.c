@@ -452,61 +452,32 @@ static void site_names_free(struct site_names *s)
 
 #define ROW_SITES 3
 
-/* One lock's row of the wide report, its numbers back from text. */
+/*
+ * One lock's row of the wide report: its columns as the library reads them
+ * back (ts_report_parse_row()), and its call sites, which wide_text() wrote
+ * as our tokens ("@N share%").
+ */
 struct row {
-	unsigned long long lock, total, contended, holds, yields, parks, rests, skips, dozes;
-	unsigned long long line, borrows;
-	double wait_total_ms, wait_mean, wait_p99, wait_max, ahead_avg, polls, rate;
-	char hold_mean[24], hold_p99[24], hold_max[24], delay_now[24], delay_max[24];
-	unsigned ahead_max, threads, sites;
-	bool has_rate;
+	struct ts_report_row f;
+	unsigned sites; /* how many call sites the lock has */
 	int nsite;
 	long site[ROW_SITES];
 	unsigned share[ROW_SITES];
 };
 
 /*
- * Parses one row of ts_report_write's wide layout ("stats: " prefix) into
- * @r; false when @line is not a lock's row or does not parse.
+ * Parses one lock's row of ts_report_write's wide layout ("stats: " prefix)
+ * into @r; false when @line does not parse.
  */
 static bool parse_row(const char *line, bool has_rate, struct row *r)
 {
-	char ahead[64], delay[64];
 	const char *p;
-	int used = 0;
+	int used;
 
 	memset(r, 0, sizeof(*r));
-	if (strncmp(line, "stats: ", 7) != 0)
+	if (!ts_report_parse_row(line, has_rate, &r->f))
 		return false;
-	if (sscanf(line + 7,
-	           "%llx %llu %llu %lf %lf %lf %lf %23s %23s %23s %llu %63s %lf %63s %llu %llu %llu "
-	           "%llu %llu %llu %u %llu%n",
-	           &r->lock, &r->total, &r->contended, &r->wait_total_ms, &r->wait_mean,
-	           &r->wait_p99, &r->wait_max, r->hold_mean, r->hold_p99, r->hold_max, &r->holds,
-	           ahead, &r->polls, delay, &r->yields, &r->parks, &r->rests, &r->skips, &r->dozes,
-	           &r->line, &r->threads, &r->borrows, &used) != 22 || used == 0)
-		return false;
-	p = line + 7 + used;
-	if (has_rate) {
-		used = 0;
-		if (sscanf(p, "%lf%n", &r->rate, &used) != 1 || used == 0)
-			return false;
-		r->has_rate = true;
-		p += used;
-	}
-	if (sscanf(ahead, "%lf/%u", &r->ahead_avg, &r->ahead_max) != 2)
-		return false;
-	{
-		char *slash = strchr(delay, '/');
-
-		if (slash == NULL)
-			return false;
-		*slash = '\0';
-		snprintf(r->delay_now, sizeof(r->delay_now), "%.23s", delay);
-		snprintf(r->delay_max, sizeof(r->delay_max), "%.23s", slash + 1);
-	}
-	while (*p == ' ')
-		p++;
+	p = r->f.sites;
 	if (strcmp(p, "-") == 0)
 		return true;
 	while (*p == '@' && r->nsite < ROW_SITES) {
@@ -740,31 +711,32 @@ static const char *cell_text(const struct cells *c, int column)
 
 static void row_cells(const struct row *r, const struct site_names *names, struct cells *c)
 {
+	const struct ts_report_row *f = &r->f;
 	char site[480];
 
-	snprintf(c->cell[COL_LOCK], CELL, "%#llx", r->lock);
-	snprintf(c->cell[COL_CONTENDED], CELL, "%llu", r->contended);
-	snprintf(c->cell[COL_RATE], CELL, "%.0f", r->rate);
-	human_us(r->wait_mean, c->cell[COL_WAIT_MEAN], CELL);
-	human_us(r->wait_p99, c->cell[COL_WAIT_P99], CELL);
-	human_us(r->wait_max, c->cell[COL_WAIT_MAX], CELL);
-	human_text_us(r->hold_mean, c->cell[COL_HOLD_MEAN], CELL);
-	snprintf(c->cell[COL_TOTAL], CELL, "%llu", r->total);
-	snprintf(c->cell[COL_THREADS], CELL, "%u", r->threads);
-	human_text_us(r->hold_p99, c->cell[COL_HOLD_P99], CELL);
-	human_text_us(r->hold_max, c->cell[COL_HOLD_MAX], CELL);
-	snprintf(c->cell[COL_HOLDS], CELL, "%llu", r->holds);
-	snprintf(c->cell[COL_AHEAD], CELL, "%.2f/%u", r->ahead_avg, r->ahead_max);
-	snprintf(c->cell[COL_POLLS], CELL, "%.1f", r->polls);
-	snprintf(c->cell[COL_DELAY], CELL, "%.12s/%.12s", r->delay_now, r->delay_max);
-	snprintf(c->cell[COL_YIELDS], CELL, "%llu", r->yields);
-	snprintf(c->cell[COL_PARKS], CELL, "%llu", r->parks);
-	snprintf(c->cell[COL_RESTS], CELL, "%llu", r->rests);
-	snprintf(c->cell[COL_SKIPS], CELL, "%llu", r->skips);
-	snprintf(c->cell[COL_DOZES], CELL, "%llu", r->dozes);
-	snprintf(c->cell[COL_LINE], CELL, "%llu", r->line);
-	snprintf(c->cell[COL_BORROWS], CELL, "%llu", r->borrows);
-	snprintf(c->cell[COL_WAIT_MS], CELL, "%.3f", r->wait_total_ms);
+	snprintf(c->cell[COL_LOCK], CELL, "%#llx", f->lock);
+	snprintf(c->cell[COL_CONTENDED], CELL, "%llu", f->contended);
+	snprintf(c->cell[COL_RATE], CELL, "%.0f", f->rate);
+	human_us(f->wait_mean, c->cell[COL_WAIT_MEAN], CELL);
+	human_us(f->wait_p99, c->cell[COL_WAIT_P99], CELL);
+	human_us(f->wait_max, c->cell[COL_WAIT_MAX], CELL);
+	human_text_us(f->hold_mean, c->cell[COL_HOLD_MEAN], CELL);
+	snprintf(c->cell[COL_TOTAL], CELL, "%llu", f->total);
+	snprintf(c->cell[COL_THREADS], CELL, "%u", f->threads);
+	human_text_us(f->hold_p99, c->cell[COL_HOLD_P99], CELL);
+	human_text_us(f->hold_max, c->cell[COL_HOLD_MAX], CELL);
+	snprintf(c->cell[COL_HOLDS], CELL, "%llu", f->holds);
+	snprintf(c->cell[COL_AHEAD], CELL, "%.2f/%u", f->ahead_avg, f->ahead_max);
+	snprintf(c->cell[COL_POLLS], CELL, "%.1f", f->polls);
+	snprintf(c->cell[COL_DELAY], CELL, "%.12s/%.12s", f->delay_now, f->delay_max);
+	snprintf(c->cell[COL_YIELDS], CELL, "%llu", f->yields);
+	snprintf(c->cell[COL_PARKS], CELL, "%llu", f->parks);
+	snprintf(c->cell[COL_RESTS], CELL, "%llu", f->rests);
+	snprintf(c->cell[COL_SKIPS], CELL, "%llu", f->skips);
+	snprintf(c->cell[COL_DOZES], CELL, "%llu", f->dozes);
+	snprintf(c->cell[COL_LINE], CELL, "%llu", f->line);
+	snprintf(c->cell[COL_BORROWS], CELL, "%llu", f->borrows);
+	snprintf(c->cell[COL_WAIT_MS], CELL, "%.3f", f->wait_total_ms);
 	if (r->nsite == 0 || r->site[0] < 0 || (size_t)r->site[0] >= names->n) {
 		snprintf(c->site, sizeof(c->site), "-");
 	} else {
@@ -925,17 +897,18 @@ static void write_csv(const struct row *rows, size_t n, const struct site_names 
 	}
 	for (size_t i = 0; i < n; i++) {
 		const struct row *r = &rows[i];
+		const struct ts_report_row *f = &r->f;
 		char rate[32] = "";
 
-		if (r->has_rate)
-			snprintf(rate, sizeof(rate), "%.0f", r->rate);
+		if (f->has_rate)
+			snprintf(rate, sizeof(rate), "%.0f", f->rate);
 		printf("%.3f,%d,%s,%#llx,%llu,%llu,%s,%.3f,%.3f,%.3f,%.3f,%s,%s,%s,%llu,%.2f,%u,%.1f,"
 		       "%s,%s,%llu,%llu,%llu,%llu,%llu,%llu,%u,%llu,%u",
-		       now, h->pid, state, r->lock, r->total, r->contended, rate, r->wait_total_ms,
-		       r->wait_mean, r->wait_p99, r->wait_max, csv_value(r->hold_mean),
-		       csv_value(r->hold_p99), csv_value(r->hold_max), r->holds, r->ahead_avg,
-		       r->ahead_max, r->polls, csv_value(r->delay_now), csv_value(r->delay_max),
-		       r->yields, r->parks, r->rests, r->skips, r->dozes, r->line, r->threads, r->borrows,
+		       now, h->pid, state, f->lock, f->total, f->contended, rate, f->wait_total_ms,
+		       f->wait_mean, f->wait_p99, f->wait_max, csv_value(f->hold_mean),
+		       csv_value(f->hold_p99), csv_value(f->hold_max), f->holds, f->ahead_avg,
+		       f->ahead_max, f->polls, csv_value(f->delay_now), csv_value(f->delay_max),
+		       f->yields, f->parks, f->rests, f->skips, f->dozes, f->line, f->threads, f->borrows,
 		       r->sites);
 		for (int s = 0; s < ROW_SITES; s++) {
 			putchar(',');
