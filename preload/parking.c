@@ -166,8 +166,13 @@ enum ts_sleep ts_sleep_as_head(ts_word_t *lock, uint32_t hash, uint8_t ticket, u
 	return futex_sleep(&slot->seq, false, seq, ticket, nap_ns);
 }
 
-/* What a rest and a doze wait on: never changed, never woken. */
-static uint32_t rest_futex;
+/*
+ * What a rest and a doze wait on: never changed, never woken.  Each
+ * thread's own: the kernel hashes a private futex by its address, and one
+ * word for the whole process put every rest and doze into one hash bucket,
+ * whose lock each wait and each timeout takes.
+ */
+static __thread uint32_t rest_futex __attribute__((tls_model("initial-exec")));
 
 void ts_sleep_us(uint32_t us)
 {
