@@ -35,11 +35,17 @@
  *
  * Prints one line of key=value fields (provider last, since it is a path):
  *   lock= threads= work= cs= layout= touch= touch_lines= seconds=
- *   acquisitions= ops_per_s= min= max= fairness= user= sys= invariants=
- *   provider=
+ *   acquisitions= ops_per_s= min= max= fairness= cpu_fairness= rate_fairness=
+ *   user= sys= invariants= provider=
  * min and max are one thread's acquisitions, fairness is min/max; user and
  * sys are the CPU seconds of the whole process (getrusage) from the start of
- * the timed run to the end of the joins.
+ * the timed run to the end of the joins.  cpu_fairness is the fewest / the
+ * most CPU seconds one thread ran in its timed run (its own clock, read as
+ * it starts and as it stops), rate_fairness the
+ * fewest / the most acquisitions per CPU second of one thread: a lock
+ * whose rate_fairness is near 1 gave each thread its acquisitions in
+ * proportion to the CPU time it ran, and its fairness is then the CPU
+ * time's (which a thread asleep in the lock's queue does not get).
  *
  * Exit status: 0 all good; 1 mutual exclusion was violated or the counts do
  * not add up (a line on stderr says which); 2 usage, a kind not built, or out
@@ -90,6 +96,7 @@ struct worker {
 	pthread_t tid;
 	uint32_t id;
 	uint64_t acquisitions;
+	double cpu_seconds; /* the thread's CPU time in its timed run */
 	uint64_t violations;
 	uint64_t sink; /* the private work's result, so it is not optimised away */
 	uint64_t *touch_buffer; /* --touch: this thread's own, one word used per line */
@@ -122,6 +129,15 @@ static inline __attribute__((always_inline)) void critical_section(struct cs_dat
 	d->inside = 0;
 }
 
+static double thread_cpu_seconds(void)
+{
+	struct timespec t;
+
+	if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t) != 0)
+		return 0;
+	return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
 static inline __attribute__((always_inline)) void private_work(struct worker *w)
 {
 	uint64_t x = w->sink;
@@ -148,6 +164,7 @@ static inline __attribute__((always_inline)) void run_on(enum lock_kind k, struc
                                                          struct worker *w)
 {
 	uint64_t done = 0;
+	double cpu_start = thread_cpu_seconds();
 
 	while (!atomic_load_explicit(&stop, memory_order_relaxed)) {
 		lock_acquire(k, &lines.lock, &w->node);
@@ -157,6 +174,7 @@ static inline __attribute__((always_inline)) void run_on(enum lock_kind k, struc
 		private_work(w);
 	}
 	w->acquisitions = done;
+	w->cpu_seconds = thread_cpu_seconds() - cpu_start;
 }
 
 static inline __attribute__((always_inline)) int run_kind(enum lock_kind k, struct worker *w)
@@ -265,6 +283,7 @@ int main(int argc, char **argv)
 	struct rusage r0, r1;
 	struct timespec sleep_for;
 	uint64_t total = 0, min = UINT64_MAX, max = 0, violations = 0, cs_sum = 0;
+	double cpu_min = 0, cpu_max = 0, rate_min = 0, rate_max = 0;
 	uint64_t touches_missing = 0;
 	struct cs_data *d;
 	bool touch_lines_given = false, counts_ok;
@@ -377,6 +396,19 @@ int main(int argc, char **argv)
 		min = workers[i].acquisitions < min ? workers[i].acquisitions : min;
 		max = workers[i].acquisitions > max ? workers[i].acquisitions : max;
 	}
+	for (long i = 0; i < threads; i++) {
+		double cpu = workers[i].cpu_seconds;
+		double rate = cpu > 0 ? (double)workers[i].acquisitions / cpu : 0;
+
+		if (i == 0 || cpu < cpu_min)
+			cpu_min = cpu;
+		if (i == 0 || cpu > cpu_max)
+			cpu_max = cpu;
+		if (i == 0 || rate < rate_min)
+			rate_min = rate;
+		if (i == 0 || rate > rate_max)
+			rate_max = rate;
+	}
 	getrusage(RUSAGE_SELF, &r1);
 	if (atomic_load(&touch_alloc_failed)) {
 		fprintf(stderr, "locks: out of memory for --touch=%ld\n", touch_bytes);
@@ -392,13 +424,14 @@ int main(int argc, char **argv)
 	            touches_missing == 0;
 	printf("lock=%s threads=%ld work=%ld cs=%ld layout=%s touch=%ld touch_lines=%ld "
 	       "seconds=%.4f acquisitions=%llu "
-	       "ops_per_s=%.0f min=%llu max=%llu fairness=%.3f user=%.3f sys=%.3f "
-	       "invariants=%s provider=%s\n",
+	       "ops_per_s=%.0f min=%llu max=%llu fairness=%.3f cpu_fairness=%.3f "
+	       "rate_fairness=%.3f user=%.3f sys=%.3f invariants=%s provider=%s\n",
 	       lock_name, threads, work_iterations, cs_writes, layout_names[layout], touch_bytes,
 	       touch_lines, t_stop - t0,
 	       (unsigned long long)total, (double)total / (t_stop - t0),
 	       (unsigned long long)min, (unsigned long long)max,
 	       max > 0 ? (double)min / (double)max : 0.0,
+	       cpu_max > 0 ? cpu_min / cpu_max : 0.0, rate_max > 0 ? rate_min / rate_max : 0.0,
 	       cpu_seconds(&r1.ru_utime) - cpu_seconds(&r0.ru_utime),
 	       cpu_seconds(&r1.ru_stime) - cpu_seconds(&r0.ru_stime),
 	       counts_ok ? "ok" : "violated", provider);

@@ -96,6 +96,11 @@ Test(harness, every_lock_kind_with_two_threads_counts_add_up)
 		cr_assert(total > 0 && min >= 0 && max >= min, "%s", r.out);
 		cr_assert_eq(total, min + max, "two threads: the total is their sum: %s", r.out);
 		cr_assert(field(r.out, "user") >= 0 && field(r.out, "sys") >= 0, "%s", r.out);
+		/* ratios of the threads' CPU times and of their acquisitions per CPU second */
+		cr_assert(field(r.out, "cpu_fairness") > 0 && field(r.out, "cpu_fairness") <= 1,
+		          "%s", r.out);
+		cr_assert(field(r.out, "rate_fairness") >= 0 && field(r.out, "rate_fairness") <= 1,
+		          "%s", r.out);
 	}
 }
 
