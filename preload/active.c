@@ -353,7 +353,7 @@ bool ts_active_admit(const struct ts_config *cfg, uint32_t hash, uint32_t word)
 		leave_set(); /* one set at a time (or our slot was taken: nothing to give back) */
 	/*
 	 * Low contention: nothing is restricted.  Saturated is the lock's last
-	 * watching head bypassed 4 times or more (slowpath.c): 16 to 63 at work
+	 * watching head bypassed 4 times or more (slowpath.c): 16 and up at work
 	 * 0 and 30 at 8 and 16 threads, 4 to 15 at work 100, 0 to 3 at work
 	 * 1000, where a thread that failed to take the lock gets it within a
 	 * critical section: restricting it there cost fairness (16 threads,

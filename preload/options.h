@@ -69,6 +69,14 @@ struct ts_config {
 #define TS_REST_US_MAX      100000u   /* 100 ms: a rest is a turn, not a timeout */
 #define TS_TURN_US_MAX      100000u
 #define TS_DOZE_US_MAX      100000u
+/*
+ * TICKET_BYPASS's default: half what the field holds (TS_BYPASS_MAX).  In
+ * two matrices of bench/locks (doc/benchmarks.md, 6 December 2026) it met
+ * the targets in 107 and 50 cells against 103 and 47 with 63, as fast
+ * (medians' ratio 1.019 and 1.036), and a running head waits for half as
+ * many steals at most.
+ */
+#define TS_BYPASS_DEFAULT   31u
 #define TS_ACTIVE_US_MIN    100u
 #define TS_ACTIVE_US_MAX    100000u
 

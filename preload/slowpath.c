@@ -124,7 +124,7 @@
  *     comes free between acquisitions: its last head that watched was
  *     bypassed fewer than TS_DOZE_MAX_BYPASSED times before it took the lock
  *     (a hint kept by lock hash, head_bypassed_by_lock).  On a saturated
- *     lock (work 0 and 30, where most watching heads were bypassed 16 to 63
+ *     lock (work 0 and 30, where most watching heads were bypassed 16 to 31
  *     times) the sleeping queue is the restriction (step 3): dozing there
  *     took a sixth off at 16 threads.  Behind a watching head the lock is
  *     saturated and the ticket is the restriction; with an empty queue the

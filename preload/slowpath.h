@@ -24,8 +24,9 @@
  * A head bypassed fewer times than this found the lock free between
  * acquisitions: a thread that finds it held past a head that does not watch
  * dozes before it queues (slowpath.c, step 7).  Watching heads' bypasses at
- * their take (bench/locks, 2 to 8 threads): work 0 and 30, 16 to 63;
- * work 100, 8 to 15; work 1000, 0 to 3.
+ * their take (bench/locks, 2 to 8 threads): work 0 and 30, 16 to the bound;
+ * work 100, 8 to 15; work 1000, 0 to 3.  With TICKET_BYPASS under 16
+ * every head passes it, and the doze acts on saturated locks too.
  */
 #define TS_DOZE_MAX_BYPASSED 16u
 

@@ -34,8 +34,8 @@ Test(config, defaults)
 	cr_assert_eq(cfg.stats_top, 20);
 	cr_assert_eq(cfg.stall_ms, 1000);
 	/* not FIFO by default: stealing bounded by the most the word counts */
-	cr_assert_eq(cfg.bypass_max, TS_BYPASS_MAX);
-	cr_assert_eq(cfg.bypass_max, 63);
+	cr_assert_eq(cfg.bypass_max, TS_BYPASS_DEFAULT);
+	cr_assert_eq(cfg.bypass_max, 31);
 	cr_assert_eq(cfg.queue_capacity, TS_QUEUE_CAPACITY);
 	cr_assert_eq(cfg.queue_capacity, 63);
 	cr_assert_eq(cfg.rest_us, 500);
@@ -79,7 +79,7 @@ Test(config, good_values)
 	cr_assert_eq(cfg.queue_capacity, 63);
 	cr_assert_eq(parse_with("TICKET_QUEUE", "2", &cfg), 0);
 	cr_assert_eq(cfg.queue_capacity, 2);
-	cr_assert_eq(cfg.bypass_max, 63);
+	cr_assert_eq(cfg.bypass_max, 31);
 	cr_assert_eq(parse_with("TICKET_QUEUE", "5", &cfg), 0);
 	cr_assert_eq(cfg.queue_capacity, 5);
 	cr_assert_eq(parse_with("TICKET_QUEUE", "63", &cfg), 0);
@@ -306,7 +306,7 @@ Test(config, verbose_reports_the_effective_settings_once)
 	cr_assert_eq(r.status, 0);
 	cr_assert(strstr(r.err, "ticketspin: delay=fixed factor=250 ") != NULL, "%s", r.err);
 	cr_assert(strstr(r.err, " table=single ") != NULL, "%s", r.err);
-	cr_assert(strstr(r.err, " bypass=63 queue=63 ") != NULL, "%s", r.err);
+	cr_assert(strstr(r.err, " bypass=31 queue=63 ") != NULL, "%s", r.err);
 	cr_assert_eq(strchr(r.err, '\n'), r.err + strlen(r.err) - 1, "one line: %s", r.err);
 	cr_assert_null(strstr(r.out, "ticketspin: "));
 }
