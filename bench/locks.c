@@ -41,11 +41,11 @@
  * sys are the CPU seconds of the whole process (getrusage) from the start of
  * the timed run to the end of the joins.  cpu_fairness is the fewest / the
  * most CPU seconds one thread ran in its timed run (its own clock, read as
- * it starts and as it stops), rate_fairness the
- * fewest / the most acquisitions per CPU second of one thread: a lock
- * whose rate_fairness is near 1 gave each thread its acquisitions in
- * proportion to the CPU time it ran, and its fairness is then the CPU
- * time's (which a thread asleep in the lock's queue does not get).
+ * it starts and as it stops), rate_fairness the fewest / the most
+ * acquisitions per CPU second of one thread: a lock whose rate_fairness is
+ * near 1 gave each thread its acquisitions in proportion to the CPU time it
+ * ran, and its fairness is then the CPU time's (which a thread asleep in
+ * the lock's queue does not get).
  *
  * Exit status: 0 all good; 1 mutual exclusion was violated or the counts do
  * not add up (a line on stderr says which); 2 usage, a kind not built, or out
