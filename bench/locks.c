@@ -283,7 +283,7 @@ int main(int argc, char **argv)
 	struct rusage r0, r1;
 	struct timespec sleep_for;
 	uint64_t total = 0, min = UINT64_MAX, max = 0, violations = 0, cs_sum = 0;
-	double cpu_min = 0, cpu_max = 0, rate_min = 0, rate_max = 0;
+	double cpu, rate, cpu_min = 0, cpu_max = 0, rate_min = 0, rate_max = 0;
 	uint64_t touches_missing = 0;
 	struct cs_data *d;
 	bool touch_lines_given = false, counts_ok;
@@ -395,11 +395,8 @@ int main(int argc, char **argv)
 		violations += workers[i].violations;
 		min = workers[i].acquisitions < min ? workers[i].acquisitions : min;
 		max = workers[i].acquisitions > max ? workers[i].acquisitions : max;
-	}
-	for (long i = 0; i < threads; i++) {
-		double cpu = workers[i].cpu_seconds;
-		double rate = cpu > 0 ? (double)workers[i].acquisitions / cpu : 0;
-
+		cpu = workers[i].cpu_seconds;
+		rate = cpu > 0 ? (double)workers[i].acquisitions / cpu : 0;
 		if (i == 0 || cpu < cpu_min)
 			cpu_min = cpu;
 		if (i == 0 || cpu > cpu_max)
