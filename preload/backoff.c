@@ -35,7 +35,15 @@
  */
 #include "backoff.h"
 
-static __thread struct ts_delay_entry delay_table[1u << TS_HASH_BITS_MAX];
+/*
+ * initial-exec, as every thread-local of the library: the slow path reads it,
+ * and a general-dynamic access is a __tls_get_addr() call, which after a
+ * dlopen() of a module with TLS may update the thread's vector of modules
+ * with malloc(): not in a lock path whose caller may be malloc itself.  The
+ * library is preloaded or linked in, so its TLS is static.
+ */
+static __thread struct ts_delay_entry delay_table[1u << TS_HASH_BITS_MAX]
+	__attribute__((tls_model("initial-exec")));
 
 uint32_t ts_lock_hash(const void *lock)
 {

@@ -5,7 +5,8 @@
 # exactly one locked instruction (the exchange of the lock byte, locked
 # without a prefix), trylock with one (the compare-and-swap), unlock with
 # none (two loads, two tests and a byte store).  Fails when the library grows a
-# call, a TLS test or a second atomic on the uncontended path (issue 19).
+# call, a TLS test or a second atomic on the uncontended path (issue 19),
+# or a thread-local anywhere that needs __tls_get_addr().
 set -u
 lib=${TICKETSPIN_LIB:?TICKETSPIN_LIB: the library to inspect}
 command -v objdump >/dev/null || { echo "objdump not found (binutils)"; exit 77; }
@@ -42,5 +43,11 @@ for fn in pthread_spin_lock pthread_spin_trylock pthread_spin_unlock; do
 	esac
 	[ "$locked" -eq "$want" ] || fail "$fn: $locked locked instructions on the fast path, not $want"
 done
-[ $status -eq 0 ] && echo "fast paths: as they should be"
+# Off the fast paths too, no thread-local goes through __tls_get_addr(): a
+# general-dynamic access, which after a dlopen() of a module with TLS may
+# malloc() inside the lock's slow path (whose caller may be malloc).
+if objdump -T "$lib" | grep -q '__tls_get_addr'; then
+	fail "__tls_get_addr imported: a __thread without tls_model(\"initial-exec\")"
+fi
+[ $status -eq 0 ] && echo "fast paths: as they should be; every thread-local initial-exec"
 exit $status
