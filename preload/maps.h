@@ -8,9 +8,10 @@
  * thread in dlopen() whose constructor (or a signal handler on a thread that
  * holds the loader's lock) waits for the spinlock.  Reading /proc/self/maps
  * takes no user-space lock, allocates nothing, and is done with raw system
- * calls (syscall() is no cancellation point, unlike open() and read()).  What
- * it cannot give is a symbol name: reports give "object+offset", which
- * `addr2line -f -e object offset` turns into a function and line.
+ * calls (syscall() is no cancellation point, unlike open() and read()).  The
+ * symbol names come from the object's own dynamic symbol table, read in
+ * memory: exported names only, so reports also give "object+offset", which
+ * `addr2line -f -e object offset` turns into any function and line.
  */
 #ifndef TICKETSPIN_MAPS_H
 #define TICKETSPIN_MAPS_H
@@ -40,9 +41,10 @@ bool ts_maps_find(uint64_t address, struct ts_mapping *out);
 void ts_maps_each(void (*fn)(const struct ts_mapping *m, void *arg), void *arg);
 
 /*
- * "0x55d0c3a4b040 (prog+0x4040)": the address, the object's file name and
- * the offset from its base, what addr2line -e takes; just the address for
- * memory no file backs.  Takes no lock, makes no cancellation point.
+ * "0x55d0c3a4b040 (prog+0x4040, name+0x10)": the address, the object's file
+ * name and the offset from its base, what addr2line -e takes, and the
+ * dynamic symbol around it when the object exports one; just the address
+ * for memory no file backs.  Takes no lock, makes no cancellation point.
  */
 void ts_maps_describe(char *buf, size_t size, const void *address);
 

@@ -63,7 +63,7 @@ enum ts_sleep ts_sleep_in_queue(ts_word_t *lock, uint32_t hash, uint8_t ticket, 
 
 /*
  * At the head of the queue (holding @ticket), sleeps for at most @nap_ns
- * until the holder's unlock: sets TS_WAKE_HEAD in the lock byte and clears
+ * until the holder's unlock: sets TS_WAKE_HEAD in the word and clears
  * TS_WATCHING (stealers then go on as if no one waited), then sleeps only
  * while the lock is still held.
  */

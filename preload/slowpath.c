@@ -173,7 +173,7 @@
  * whose steals reach TICKET_BYPASS queues, and the lock then stays free until
  * the head looks: this pause is that gap, after every burst.  64 pauses is
  * about a microsecond here, as long as a burst of 64 steals with no work
- * between them; 256 left the lock idle most of the time at two threads
+ * between them (the bound was 63 when it was measured); 256 left the lock idle most of the time at two threads
  * (17 against 45 M/s, bench/locks, two threads, work 0; doc/benchmarks.md).
  */
 #ifndef TS_HEAD_MAX_PAUSES
@@ -918,14 +918,17 @@ static void stats_wait_begins_outside(struct waiter *w, bool *timed)
 }
 
 /*
- * Records a steal for TICKET_STATS, and marks the lock byte so that our
+ * Records a steal for TICKET_STATS, and sets TS_STATS_DUE so that our
  * unlock folds it (stats.c).
  */
 static void stats_record(ts_word_t *lock, uint8_t ticket, const void *caller,
                          struct ts_wait_stats *st, uint32_t delay)
 {
 	ts_stats_record(lock, ticket, caller, st, delay);
-	/* We hold the lock: the lock byte is ours to change (but for a head's request). */
+	/*
+	 * An atomic OR: the word's other bits change under us (tickets, a
+	 * head's request); only our unlock clears the bit, with its release.
+	 */
 	__atomic_fetch_or(lock, TS_STATS_DUE, __ATOMIC_RELAXED);
 }
 

@@ -16,8 +16,8 @@
  *    their tickets, which the totals need;
  *  - after the release, the rest: the hold sample (one clock read) and
  *    folding the record into the per-lock aggregates (hash lookups,
- *    histograms, segments).  The slow path marks the lock byte
- *    (TS_STATS_DUE), which sends the unlock out of line to
+ *    histograms, segments).  The slow path sets TS_STATS_DUE
+ *    in the lock word, which sends the unlock out of line to
  *    ts_stats_after_unlock(): the uncontended unlock tests nothing more.
  * No shared atomics: each thread claims a slot of the file once (one
  * fetch-add) and writes only there.  `make bench` measures the result.

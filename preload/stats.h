@@ -68,7 +68,7 @@ void ts_stats_record(const void *lock, uint16_t ticket, const void *caller,
                      const struct ts_wait_stats *wait, uint32_t delay);
 
 /*
- * After the release of a lock whose slow path recorded (the lock byte's
+ * After the release of a lock whose slow path recorded (the lock word's
  * TS_STATS_DUE sent the unlock out of line): takes the hold sample and folds
  * the calling thread's pending record into the per-lock aggregates, while
  * the other threads have the lock.
