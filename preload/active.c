@@ -150,6 +150,12 @@ static uint64_t turn_ns(const struct ts_config *cfg)
 	return (uint64_t)cfg->active_us * 1000u;
 }
 
+/* The longest a turn lasts in wall time: no turn that begins now ends later. */
+static uint64_t wall_turns_ns(const struct ts_config *cfg)
+{
+	return TS_ACTIVE_WALL_TURNS * turn_ns(cfg);
+}
+
 /* @clock's time, or false if its thread is gone.  A system call, no cancellation point. */
 static bool cpu_time_ns(clockid_t clock, uint64_t *ns)
 {
@@ -191,7 +197,7 @@ static uint64_t turn_end_ns(const struct ts_config *cfg, struct active_slot *slo
 	uint64_t since = __atomic_load_n(&slot->since_ns, __ATOMIC_RELAXED);
 	uint64_t cpu_since = __atomic_load_n(&slot->cpu_since_ns, __ATOMIC_RELAXED);
 	clockid_t clock = __atomic_load_n(&slot->cpu_clock, __ATOMIC_RELAXED);
-	uint64_t wall_end = since + TS_ACTIVE_WALL_TURNS * turn;
+	uint64_t wall_end = since + wall_turns_ns(cfg);
 	uint64_t cpu_now, cpu_used, cpu_end;
 
 	if (now < since + turn)
@@ -258,7 +264,8 @@ static void leave_set(void)
 
 /*
  * Takes a slot of @room: a free one, or (@evict) one whose turn is over.
- * Else returns false with @*turn_ends_ns the end of the earliest turn.
+ * Else returns false with @*turn_ends_ns the end of the earliest turn
+ * (UINT64_MAX when every slot was taken under us).
  */
 static bool claim(const struct ts_config *cfg, struct active_room *room, uint64_t now,
                   bool evict, uint64_t *turn_ends_ns)
@@ -281,7 +288,7 @@ static bool claim(const struct ts_config *cfg, struct active_room *room, uint64_
 		}
 		if (!__atomic_compare_exchange_n(&slot->owner, &owner, my_token(), false,
 		                                 __ATOMIC_SEQ_CST, __ATOMIC_RELAXED))
-			continue;
+			continue; /* taken under us: its turn has no end yet (UINT64_MAX) */
 		__atomic_store_n(&slot->since_ns, now, __ATOMIC_RELAXED);
 		clock = my_cpu_clock();
 		__atomic_store_n(&slot->cpu_clock, clock, __ATOMIC_RELAXED);
@@ -326,6 +333,16 @@ static void wait_in_line(const struct ts_config *cfg, struct active_room *room)
 				serve_next(room, number);
 				return;
 			}
+			/*
+			 * Bounded: any turn, even one that begins now, ends
+			 * within wall_turns_ns().  A slot taken between our look
+			 * and our compare-and-swap had no end yet, and the
+			 * first of the line slept until a wake-up that an owner
+			 * which exits never gives: 247 s in one `make stress`
+			 * run (TICKET_ACTIVE=1, four threads).
+			 */
+			if (deadline > now + wall_turns_ns(cfg))
+				deadline = now + wall_turns_ns(cfg);
 			sleep_in_line(room, serving, number, deadline);
 			continue;
 		}

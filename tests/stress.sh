@@ -10,11 +10,15 @@
 # STRESS_SCALE (default 5: about 3 minutes on 2 cores) multiplies the
 # iteration counts; STRESS_SEED picks
 # the random think times (default: a new seed per run, printed).
+# STRESS_RUN_LIMIT (default 60 s; the slowest run here takes about 6): a run
+# still going then is killed and fails: a stall that ends by itself (247 s
+# once, a sleep in the active set's line with no deadline) is a hang to a user.
 set -u
 builddir=${1:?usage: stress.sh BUILDDIR}
 srcdir=$(cd "$(dirname "$0")" && pwd)
 scale=${STRESS_SCALE:-5}
 seed=${STRESS_SEED:-$RANDOM}
+run_limit=${STRESS_RUN_LIMIT:-60}
 failed=0
 runs=0
 start=$SECONDS
@@ -33,8 +37,9 @@ run() { # NAME ENV... -- PROGRAM ARGS...
 	while [ "$1" != "--" ]; do envs+=("$1"); shift; done
 	shift
 	runs=$((runs + 1))
-	out=$(env "${envs[@]}" "$@" -s "$seed" 2>&1)
+	out=$(timeout -k 5 "$run_limit" env "${envs[@]}" "$@" -s "$seed" 2>&1)
 	rc=$?
+	[ $rc -eq 124 ] && out+=$'\n'"killed after ${run_limit} s (STRESS_RUN_LIMIT)"
 	if [ $rc -eq 0 ]; then
 		printf 'PASS %-12s %s\n' "$name" "$(tail -n 1 <<<"$out")"
 	else
