@@ -10,9 +10,11 @@
 # STRESS_SCALE (default 5: about 3 minutes on 2 cores) multiplies the
 # iteration counts; STRESS_SEED picks
 # the random think times (default: a new seed per run, printed).
-# STRESS_RUN_LIMIT (default 60 s; the slowest run here takes about 6): a run
-# still going then is killed and fails: a stall that ends by itself (247 s
-# once, a sleep in the active set's line with no deadline) is a hang to a user.
+# STRESS_RUN_LIMIT (default 60 s; the slowest run here takes about 6) is
+# each run's watchdog: a run still going then reports the lock words and
+# fails (and `timeout` kills it 30 s later if the report hangs too): a stall
+# that ends by itself (247 s once, a sleep in the active set's line with no
+# deadline, under the 600 s watchdog of before) is a hang to a user.
 set -u
 builddir=${1:?usage: stress.sh BUILDDIR}
 srcdir=$(cd "$(dirname "$0")" && pwd)
@@ -37,9 +39,9 @@ run() { # NAME ENV... -- PROGRAM ARGS...
 	while [ "$1" != "--" ]; do envs+=("$1"); shift; done
 	shift
 	runs=$((runs + 1))
-	out=$(timeout -k 5 "$run_limit" env "${envs[@]}" "$@" -s "$seed" 2>&1)
+	out=$(timeout -k 5 $((run_limit + 30)) env "${envs[@]}" "$@" -s "$seed" 2>&1)
 	rc=$?
-	[ $rc -eq 124 ] && out+=$'\n'"killed after ${run_limit} s (STRESS_RUN_LIMIT)"
+	[ $rc -eq 124 ] && out+=$'\n'"killed after $((run_limit + 30)) s: no watchdog report"
 	if [ $rc -eq 0 ]; then
 		printf 'PASS %-12s %s\n' "$name" "$(tail -n 1 <<<"$out")"
 	else
@@ -62,7 +64,7 @@ for entry in "${modes[@]}"; do
 		n=$((total / threads))
 		for prog in spinstress spinstress_core; do
 			run "$name" "${env_array[@]}" -- "$builddir/$prog" -t "$threads" -n "$n" \
-				-l $((threads % 3 + 1)) -w 600
+				-l $((threads % 3 + 1)) -w "$run_limit"
 		done
 	done
 	for procs in 2 3 4; do
@@ -70,14 +72,14 @@ for entry in "${modes[@]}"; do
 			n=$((20000 * scale / threads))
 			[ $spin -eq 1 ] && n=$((2000 * scale / threads))
 			run "$name" "${env_array[@]}" -- "$builddir/spinstress" -p "$procs" \
-				-t "$threads" -n "$n" -l 2 -w 600
+				-t "$threads" -n "$n" -l 2 -w "$run_limit"
 		done
 	done
 done
 for procs in 2 3 4; do
 	for i in 1 2 3; do
 		run park-check TICKET_WAIT=park TICKET_SPIN=1 TICKET_QUEUE=0 -- \
-			"$builddir/spinstress" -P -p "$procs" -t 3 -n $((1000 * scale)) -w 120
+			"$builddir/spinstress" -P -p "$procs" -t 3 -n $((1000 * scale)) -w "$run_limit"
 	done
 done
 echo "stress.sh: $runs runs, $failed failed, $((SECONDS - start)) s (seed $seed)"
