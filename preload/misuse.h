@@ -4,9 +4,10 @@
  * A ticket lock is less forgiving than glibc's test-and-set lock: a word
  * that was never a ticket lock, or that glibc's own code has written, may
  * stand for dozens of tickets that no thread holds, and an unlock too many,
- * if it were carried out, would free a lock its holder still uses.  This library is preloaded into programs their
- * users did not write, so it detects what four bytes allow and says so, one
- * line on stderr (ts_log) per report, and keeps the program running:
+ * if it were carried out, would free a lock its holder still uses.  This
+ * library is preloaded into programs their users did not write, so it
+ * detects what four bytes allow and says so, one line on stderr (ts_log)
+ * per report, and keeps the program running:
  *
  *  - unlock of a lock no one holds: the word is left unchanged, unlock returns
  *    EPERM (ts_unlock() already refuses; spin_api.c reports);
@@ -55,10 +56,10 @@ void ts_misuse_destroy_held(const void *lock, uint32_t word, const void *caller)
 /*
  * @word: the lock word seen after drawing @ticket (or, for a foreign lock
  * byte the lock's exchange found, the word with that byte and @ticket its
- * "next").  Reports (once per lock)
- * when it has bits this library never sets (ts_word_is_foreign()), or when
- * the tickets ahead of @ticket outnumber the threads on the system;
- * returns true if the word was judged impossible, whether reported or not.
+ * "next").  Reports (once per lock) when it has bits this library never
+ * sets (ts_word_is_foreign()), or when the tickets ahead of @ticket
+ * outnumber the threads on the system; returns true if the word was judged
+ * impossible, whether reported or not.
  */
 bool ts_misuse_suspect_word(const void *lock, uint32_t word, uint8_t ticket,
                             const void *caller);
@@ -66,8 +67,7 @@ bool ts_misuse_suspect_word(const void *lock, uint32_t word, uint8_t ticket,
 /*
  * The queue's hook: called once per ticket drawn (slowpath.c), cheap enough
  * for that.  @word: the lock word as drawing @ticket left it (our
- * compare-and-swap's).  Calls
- * ts_misuse_suspect_word() only when more than
+ * compare-and-swap's).  Calls ts_misuse_suspect_word() only when more than
  * TS_MISUSE_AHEAD_CHEAP tickets are ahead of @ticket.
  */
 static inline void ts_misuse_check_line(ts_word_t *lock, uint32_t word, uint8_t ticket,

@@ -17,9 +17,10 @@
  * changes only when the lock changes hands.
  *
  * Who wakes whom.  Unlock stays two loads and a store unless a request to
- * it (bits beside the lock byte) sends it out of line: TS_WAKE_HEAD (set by the head before it
- * sleeps) and TS_WAKE_NEXT (set by a waiter that took the lock from the head
- * of the queue while TS_SLEEPERS said the next one may sleep).  The wake-up
+ * it (bits beside the lock byte) sends it out of line: TS_WAKE_HEAD (set by
+ * the head before it sleeps) and TS_WAKE_NEXT (set by a waiter that took
+ * the lock from the head of the queue while TS_SLEEPERS said the next one
+ * may sleep).  The wake-up
  * then comes after the release, outside the critical section.
  *
  * Why no lost wake-up, mostly.  A waiter behind the head sets TS_SLEEPERS

@@ -173,8 +173,9 @@
  * whose steals reach TICKET_BYPASS queues, and the lock then stays free until
  * the head looks: this pause is that gap, after every burst.  64 pauses is
  * about a microsecond here, as long as a burst of 64 steals with no work
- * between them (the bound was 63 when it was measured); 256 left the lock idle most of the time at two threads
- * (17 against 45 M/s, bench/locks, two threads, work 0; doc/benchmarks.md).
+ * between them (the bound was 63 when it was measured); 256 left the lock
+ * idle most of the time at two threads (17 against 45 M/s, bench/locks, two
+ * threads, work 0; doc/benchmarks.md).
  */
 #ifndef TS_HEAD_MAX_PAUSES
 #define TS_HEAD_MAX_PAUSES 64u
