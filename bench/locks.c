@@ -36,7 +36,8 @@
  * Prints one line of key=value fields (provider last, since it is a path):
  *   lock= threads= work= cs= layout= touch= touch_lines= seconds=
  *   acquisitions= ops_per_s= min= max= fairness= cpu_fairness= rate_fairness=
- *   user= sys= invariants= provider=
+ *   user= sys= wait_p50= wait_p99= wait_p999= wait_p9999= wait_max=
+ *   iter_p50= iter_p99= iter_p999= iter_p9999= iter_max= invariants= provider=
  * min and max are one thread's acquisitions, fairness is min/max; user and
  * sys are the CPU seconds of the whole process (getrusage) from the start of
  * the timed run to the end of the joins.  cpu_fairness is the fewest / the
@@ -45,7 +46,14 @@
  * acquisitions per CPU second of one thread: a lock whose rate_fairness is
  * near 1 gave each thread its acquisitions in proportion to the CPU time it
  * ran, and its fairness is then the CPU time's (which a thread asleep in
- * the lock's queue does not get).
+ * the lock's queue does not get).  The tails, in microseconds, over every
+ * acquisition of every thread (latency_hist.h: upper bounds within 6%):
+ * wait_* is the time from calling the lock to holding it, iter_* the time
+ * from one call of the lock to the thread's next, which counts time off the
+ * CPU wherever it falls (a lock that makes its threads wait outside the
+ * lock call, or sleep after it, is not flattered).  Both clock reads are
+ * one rdtsc each, the same for every lock; the histograms are written
+ * after the release.
  *
  * Exit status: 0 all good; 1 mutual exclusion was violated or the counts do
  * not add up (a line on stderr says which); 2 usage, a kind not built, or out
@@ -54,6 +62,7 @@
  * --expect-provider's TEXT (so a runner knows each run used the lock it
  * meant: "libticketspin.so" for the preload, "libc.so" for glibc's).
  */
+#include "latency_hist.h"
 #include "lock_kinds.h"
 
 #include <errno.h>
@@ -102,6 +111,8 @@ struct worker {
 	uint64_t *touch_buffer; /* --touch: this thread's own, one word used per line */
 	size_t touch_next;      /* the line the next walk starts at */
 	struct lock_node node;
+	struct lat_hist *wait;  /* ticks from calling the lock to holding it */
+	struct lat_hist *iter;  /* ticks from one call of the lock to the next */
 } __attribute__((aligned(64)));
 
 enum { CACHE_LINE = 64, WORDS_PER_LINE = CACHE_LINE / sizeof(uint64_t) };
@@ -112,7 +123,7 @@ static pthread_barrier_t start_barrier;
 static enum lock_kind kind;
 static enum layout layout;
 static long work_iterations, cs_writes, touch_bytes, touch_lines;
-static atomic_bool touch_alloc_failed;
+static atomic_bool alloc_failed;
 
 static inline __attribute__((always_inline)) void critical_section(struct cs_data *d,
                                                                    struct worker *w)
@@ -165,12 +176,20 @@ static inline __attribute__((always_inline)) void run_on(enum lock_kind k, struc
 {
 	uint64_t done = 0;
 	double cpu_start = thread_cpu_seconds();
+	uint64_t called, held, last_called = 0;
 
 	while (!atomic_load_explicit(&stop, memory_order_relaxed)) {
+		called = bench_ticks();
 		lock_acquire(k, &lines.lock, &w->node);
+		held = bench_ticks();
 		critical_section(d, w);
 		lock_release(k, &lines.lock, &w->node);
 		done++;
+		/* after the release: the histograms' stores are not in the critical section */
+		lat_record(w->wait, held - called);
+		if (last_called != 0)
+			lat_record(w->iter, called - last_called);
+		last_called = called;
 		private_work(w);
 	}
 	w->acquisitions = done;
@@ -195,10 +214,15 @@ static void *worker_main(void *arg)
 		if (posix_memalign((void **)&w->touch_buffer, 4096, (size_t)touch_bytes) == 0)
 			memset(w->touch_buffer, 0, (size_t)touch_bytes);
 		else
-			atomic_store(&touch_alloc_failed, true);
+			atomic_store(&alloc_failed, true);
 	}
+	/* this thread's own pages, as its buffer's */
+	w->wait = calloc(1, sizeof(*w->wait));
+	w->iter = calloc(1, sizeof(*w->iter));
+	if (w->wait == NULL || w->iter == NULL)
+		atomic_store(&alloc_failed, true);
 	pthread_barrier_wait(&start_barrier);
-	if (!atomic_load(&touch_alloc_failed))
+	if (!atomic_load(&alloc_failed))
 		LOCK_DISPATCH(kind, run_kind, w);
 	return NULL;
 }
@@ -224,6 +248,19 @@ static double now_seconds(void)
 static double cpu_seconds(const struct timeval *tv)
 {
 	return (double)tv->tv_sec + (double)tv->tv_usec / 1e6;
+}
+
+/* NAME_p50= NAME_p99= NAME_p999= NAME_p9999= NAME_max=, in microseconds. */
+static void print_tails(const char *name, const struct lat_hist *h, double ns_per_tick)
+{
+	static const struct { const char *suffix; double q; } at[] = {
+		{ "p50", 0.5 }, { "p99", 0.99 }, { "p999", 0.999 }, { "p9999", 0.9999 },
+	};
+
+	for (size_t i = 0; i < sizeof(at) / sizeof(at[0]); i++)
+		printf("%s_%s=%.3f ", name, at[i].suffix,
+		       (double)lat_quantile(h, at[i].q) * ns_per_tick / 1e3);
+	printf("%s_max=%.3f ", name, (double)h->max * ns_per_tick / 1e3);
 }
 
 static void usage(FILE *f)
@@ -278,7 +315,9 @@ int main(int argc, char **argv)
 	};
 	const char *lock_name = NULL, *expect = NULL, *provider;
 	long threads = 2;
-	double seconds = 1.0, t0, t_stop;
+	double seconds = 1.0, t0, t_stop, ns_per_tick;
+	uint64_t tsc0, tsc_stop;
+	static struct lat_hist wait_all, iter_all;
 	struct worker *workers;
 	struct rusage r0, r1;
 	struct timespec sleep_for;
@@ -383,14 +422,21 @@ int main(int argc, char **argv)
 	pthread_barrier_wait(&start_barrier);
 	getrusage(RUSAGE_SELF, &r0);
 	t0 = now_seconds();
+	tsc0 = bench_ticks();
 	sleep_for.tv_sec = (time_t)seconds;
 	sleep_for.tv_nsec = (long)((seconds - (double)sleep_for.tv_sec) * 1e9);
 	while (nanosleep(&sleep_for, &sleep_for) != 0 && errno == EINTR)
 		;
 	atomic_store_explicit(&stop, 1, memory_order_relaxed);
 	t_stop = now_seconds();
+	tsc_stop = bench_ticks();
+	ns_per_tick = tsc_stop > tsc0 ? (t_stop - t0) * 1e9 / (double)(tsc_stop - tsc0) : 0;
 	for (long i = 0; i < threads; i++) {
 		pthread_join(workers[i].tid, NULL);
+		if (workers[i].wait != NULL && workers[i].iter != NULL) {
+			lat_merge(&wait_all, workers[i].wait);
+			lat_merge(&iter_all, workers[i].iter);
+		}
 		total += workers[i].acquisitions;
 		violations += workers[i].violations;
 		min = workers[i].acquisitions < min ? workers[i].acquisitions : min;
@@ -407,8 +453,8 @@ int main(int argc, char **argv)
 			rate_max = rate;
 	}
 	getrusage(RUSAGE_SELF, &r1);
-	if (atomic_load(&touch_alloc_failed)) {
-		fprintf(stderr, "locks: out of memory for --touch=%ld\n", touch_bytes);
+	if (atomic_load(&alloc_failed)) {
+		fprintf(stderr, "locks: out of memory (--touch=%ld, histograms)\n", touch_bytes);
 		return 2;
 	}
 	for (long i = 0; i < threads; i++)
@@ -422,7 +468,7 @@ int main(int argc, char **argv)
 	printf("lock=%s threads=%ld work=%ld cs=%ld layout=%s touch=%ld touch_lines=%ld "
 	       "seconds=%.4f acquisitions=%llu "
 	       "ops_per_s=%.0f min=%llu max=%llu fairness=%.3f cpu_fairness=%.3f "
-	       "rate_fairness=%.3f user=%.3f sys=%.3f invariants=%s provider=%s\n",
+	       "rate_fairness=%.3f user=%.3f sys=%.3f ",
 	       lock_name, threads, work_iterations, cs_writes, layout_names[layout], touch_bytes,
 	       touch_lines, t_stop - t0,
 	       (unsigned long long)total, (double)total / (t_stop - t0),
@@ -430,8 +476,10 @@ int main(int argc, char **argv)
 	       max > 0 ? (double)min / (double)max : 0.0,
 	       cpu_max > 0 ? cpu_min / cpu_max : 0.0, rate_max > 0 ? rate_min / rate_max : 0.0,
 	       cpu_seconds(&r1.ru_utime) - cpu_seconds(&r0.ru_utime),
-	       cpu_seconds(&r1.ru_stime) - cpu_seconds(&r0.ru_stime),
-	       counts_ok ? "ok" : "violated", provider);
+	       cpu_seconds(&r1.ru_stime) - cpu_seconds(&r0.ru_stime));
+	print_tails("wait", &wait_all, ns_per_tick);
+	print_tails("iter", &iter_all, ns_per_tick);
+	printf("invariants=%s provider=%s\n", counts_ok ? "ok" : "violated", provider);
 	if (violations != 0)
 		fprintf(stderr, "locks: INVARIANT VIOLATED: %llu times a thread found another "
 		        "inside the critical section of --lock=%s\n",
