@@ -9,7 +9,8 @@
 # Prints, per amount of work, tables of throughput, ratio to glibc, fairness
 # and CPU use (median [slowest-fastest] of the runs), and writes into the
 # output directory NAME.csv (every run), NAME-summary.csv (one row per
-# work x threads x lock) and NAME.png (throughput against threads).
+# work x threads x lock), NAME.png (throughput against threads) and
+# NAME-tails.png (each lock's lock-wait percentiles, per work and threads).
 # Exit status: 0 every run succeeded; 1 some failed (reported, kept out of the
 # figures, their output in NAME-logs/); 2 usage.
 set -u -o pipefail
@@ -105,7 +106,10 @@ fi
 mkdir -p "$out_dir" || bench_die "cannot create $out_dir"
 out_dir=$(cd "$out_dir" && pwd -P)
 raw_csv=$out_dir/$name.csv summary_csv=$out_dir/$name-summary.csv logs=$out_dir/$name-logs
-rm -rf "$logs" "$out_dir/$name.png"
+rm -rf "$logs" "$out_dir/$name.png" "$out_dir/$name-tails.png"
+
+# the tails bench/locks prints, in microseconds, kept with every run
+tail_columns=wait_p50,wait_p99,wait_p999,wait_p9999,wait_max,iter_p50,iter_p99,iter_p999,iter_p9999,iter_max
 
 nmodes=${#mode_label[@]}
 total_runs=$((nmodes * ${#threads[@]} * ${#works[@]} * repeats))
@@ -136,7 +140,7 @@ fi
 	[ "$hogs" -eq 0 ] || echo "$PROG: hog pids ${hog_pids[*]}"
 } >&2
 
-echo "name,hogs,work,threads,lock,repeat,status,ops_per_s,fairness,min,max,user_s,sys_s,seconds,wall_s,provider" >"$raw_csv"
+echo "name,hogs,work,threads,lock,repeat,status,ops_per_s,fairness,min,max,user_s,sys_s,seconds,wall_s,provider,$tail_columns" >"$raw_csv"
 failures=()
 run_no=0
 run_one() { # MODE_INDEX WORK THREADS REPEAT
@@ -160,8 +164,11 @@ run_one() { # MODE_INDEX WORK THREADS REPEAT
 		/ invariants=/ {
 			for (i = 1; i <= NF; i++) { split($i, kv, "="); f[kv[1]] = substr($i, length(kv[1]) + 2) }
 		}
-		END { printf "%s,%s,%s,%s,%s,%s,%s,%s,%s,%s\n", pre, f["ops_per_s"], f["fairness"], f["min"],
-			f["max"], f["user"], f["sys"], f["seconds"], wall, f["provider"] }' "$tmp/out")
+		END { printf "%s,%s,%s,%s,%s,%s,%s,%s,%s,%s", pre, f["ops_per_s"], f["fairness"], f["min"],
+			f["max"], f["user"], f["sys"], f["seconds"], wall, f["provider"]
+			n = split(tails, t, ",")
+			for (i = 1; i <= n; i++) printf ",%s", f[t[i]]
+			printf "\n" }' tails="$tail_columns" "$tmp/out")
 	echo "$row" >>"$raw_csv"
 	if [ "$status" != ok ]; then
 		keep_failed_run "$label-w$w-t$t-r$rep" "$label, work $w, $t threads, repeat $rep" \
@@ -191,6 +198,7 @@ labels_csv=$(IFS=,; echo "${mode_label[*]}")
 awk -F, -v labels="$labels_csv" -v tlist="$threads_list" -v wlist="$work_list" \
 	-v repeats="$repeats" -v seconds="$seconds" -v cs="$cs" -v hogs="$hogs" \
 	-v title="$title" -v summary="$summary_csv" -v dat="$out_dir/$name.dat" \
+	-v tails_dat="$out_dir/$name-tails.dat" \
 	-f "$here/cell-stats.awk" -f "$here/locks-summary.awk" "$raw_csv"
 
 plotted=0
@@ -218,7 +226,29 @@ elif [ $plot -eq 1 ]; then
 		done
 		echo "unset multiplot"
 	} >"$out_dir/$name.gp"
-	if "${gp%%|*}" "$out_dir/$name.gp" >"$tmp/gp.log" 2>&1 && [ -s "$out_dir/$name.png" ]; then
+	# the latency graph: per work (rows) and thread count (columns), each
+	# lock's lock-wait percentiles, medians of the runs'
+	{
+		echo "set terminal ${gp#*|} size $((300 * ${#threads[@]} + 200)),$((300 * nworks))"
+		echo "set output '$out_dir/$name-tails.png'"
+		echo "set multiplot layout $nworks,${#threads[@]} title 'lock wait (calling the lock to holding it), medians of $repeats runs of $seconds s; $title'"
+		echo "set logscale y; set xrange [0.5:5.5]; set xtics ('p50' 1, 'p99' 2, 'p99.9' 3, 'p99.99' 4, 'max' 5)"
+		echo "set ylabel 'microseconds'; set grid; set key top left font ',8'; set datafile missing '?'"
+		for ((wi = 0; wi < nworks; wi++)); do
+			for ((ti = 0; ti < ${#threads[@]}; ti++)); do
+				echo "set title 'work ${works[$wi]}, ${threads[$ti]} threads'"
+				echo -n "plot "
+				for ((mi = 0; mi < nmodes; mi++)); do
+					[ $mi -eq 0 ] || echo -n ", "
+					echo -n "'$out_dir/$name-tails.dat' index $((wi * ${#threads[@]} + ti)) using 1:$((mi + 2)) with linespoints lw 2 pt $((mi + 1)) title '${mode_label[$mi]}'"
+				done
+				echo
+			done
+		done
+		echo "unset multiplot"
+	} >"$out_dir/$name-tails.gp"
+	if "${gp%%|*}" "$out_dir/$name.gp" >"$tmp/gp.log" 2>&1 && [ -s "$out_dir/$name.png" ] &&
+		"${gp%%|*}" "$out_dir/$name-tails.gp" >>"$tmp/gp.log" 2>&1 && [ -s "$out_dir/$name-tails.png" ]; then
 		plotted=1
 	else
 		echo "$PROG: gnuplot failed:" >&2; sed "s/^/$PROG:   /" "$tmp/gp.log" >&2
@@ -228,6 +258,7 @@ echo
 echo "every run: $raw_csv"
 echo "per cell:  $summary_csv"
 [ $plotted -eq 0 ] || echo "graph:     $out_dir/$name.png"
+[ $plotted -eq 0 ] || echo "tails:     $out_dir/$name-tails.png"
 if [ ${#failures[@]} -gt 0 ]; then
 	echo "$PROG: ${#failures[@]} of $total_runs runs failed and are left out (output in $logs/):" >&2
 	printf "$PROG:   %s\n" "${failures[@]}" >&2
