@@ -4,15 +4,19 @@
 #
 # Input (-F,): load,hogs,shape,layout,touch,touch_lines,cs,work,threads,
 #   lock,repeat,status,ops_per_s,fairness,min,max,user_s,sys_s,seconds,
-#   wall_s,provider[,transfer_ns] (header lines anywhere are skipped: files
-#   may be concatenated; transfer_ns, a cache-line transfer's cost measured
-#   before the run's group, may be missing or empty); only status "ok"
-#   counts in the figures, any other status makes the cell of its lock miss.
+#   wall_s,provider[,transfer_ns[,cpus,wait_p50,wait_p99,wait_p999,
+#   wait_p9999,wait_max,iter_p50,iter_p99,iter_p999,iter_p9999,iter_max]]
+#   (header lines anywhere are skipped: files may be concatenated;
+#   transfer_ns, a cache-line transfer's cost measured before the run's
+#   group, may be missing or empty; a CSV from before the tails has no
+#   tails, and its tail marks are "?"); only status "ok" counts in the
+#   figures, any other status makes the cell of its lock miss.
 # Variables: mode (table|final), only_load and only_shape (mode table),
 #   labels (every lock, in column order), judged (the ticketspin columns),
 #   tlist, wlist, loads, shapes (comma-separated), repeats, seconds, cs, hogs,
 #   fairness_of (worst|median), summary (path, mode final).
-# The targets are issue 17's; their thresholds are here, in one place.
+# The targets are issue 39's (target-matrix.sh); their thresholds are here,
+# in one place.
 
 # sort_values() and stats(): cell-stats.awk, loaded before this file.
 function mps(x) {
@@ -40,14 +44,22 @@ function describe(shape,    p, n, i, layout, touch, lines, d) {
 	return d
 }
 
+# The median over a cell's runs of a tail column ("" if no run has it).
+function tail_of(cell, col) {
+	if (!stats(cell, col) || M == "") return ""
+	return M
+}
+
 # Judges one cell of one judged column: sets the globals below; returns
 # 1 if every checked target is met.
-#   r_glibc r_mutex r_slow: ratios ("" if not known); fair_judged
-#   t_mutex t_glibc t_slow t_fair: marks
-function judge(ld, sh, w, t, lab,    cell, g, m, ok, gmed, mmed, med) {
+#   r_glibc r_mutex r_best r_slow: ratios ("" if not known); fair_judged
+#   w999 w9999 i9999 (ours), mw999 mw9999 mi9999 (mutex's): tails in us
+#   t_best t_slow t_fair t_tail: marks
+function judge(ld, sh, w, t, lab,    cell, g, m, ok, gmed, mmed, med, best, have_tails, tail_ok) {
 	cell = ld SUBSEP sh SUBSEP w SUBSEP t SUBSEP lab
-	r_glibc = r_mutex = r_slow = fair_judged = ""
-	t_mutex = t_glibc = t_slow = t_fair = "?"
+	r_glibc = r_mutex = r_best = r_slow = fair_judged = ""
+	w999 = w9999 = i9999 = mw999 = mw9999 = mi9999 = ""
+	t_best = t_slow = t_fair = t_tail = "?"
 	if (!stats(cell, "ops")) return 0
 	med = M
 	r_slow = LO / med
@@ -57,12 +69,29 @@ function judge(ld, sh, w, t, lab,    cell, g, m, ok, gmed, mmed, med) {
 	m = ld SUBSEP sh SUBSEP w SUBSEP t SUBSEP "mutex"
 	if (stats(g, "ops")) { gmed = M; r_glibc = med / gmed }
 	if (stats(m, "ops")) { mmed = M; r_mutex = med / mmed }
-	t_mutex = mark(has_lock["mutex"], r_mutex != "", r_mutex >= MUTEX_MIN)
-	t_glibc = mark(has_lock["glibc"], r_glibc != "", r_glibc >= (w + 0 < GLIBC_STRICT_BELOW_WORK ? GLIBC_MIN_SHORT : GLIBC_MIN_LONG))
+	if (r_glibc != "" || r_mutex != "") {
+		best = gmed > mmed ? gmed : mmed
+		r_best = med / best
+	}
+	w999 = tail_of(cell, "w999"); w9999 = tail_of(cell, "w9999"); i9999 = tail_of(cell, "i9999")
+	mw999 = tail_of(m, "w999"); mw9999 = tail_of(m, "w9999"); mi9999 = tail_of(m, "i9999")
+	have_tails = w999 != "" && w9999 != "" && i9999 != "" && mw999 != "" && mw9999 != "" && mi9999 != ""
+	if (t + 0 <= cpus + 0)
+		tail_ok = w999 <= mw999 && w9999 <= TAIL_RATIO * mw9999 && i9999 <= TAIL_RATIO * mi9999
+	else
+		tail_ok = i9999 <= TAIL_RATIO * mi9999 && w9999 <= OVERSUB_WAIT_MAX_US
+	t_best = mark(has_lock["mutex"] || has_lock["glibc"], r_best != "", r_best >= (w + 0 < STRICT_BELOW_WORK ? BEST_MIN_SHORT : BEST_MIN_LONG))
 	t_slow = mark(1, 1, r_slow >= SLOW_MIN)
 	t_fair = mark(1, 1, fair_judged >= FAIR_MIN)
-	ok = t_mutex != "FAIL" && t_mutex != "?" && t_glibc != "FAIL" && t_glibc != "?" && t_slow == "pass" && t_fair == "pass"
+	t_tail = mark(has_lock["mutex"] && cpus != "", have_tails, tail_ok)
+	ok = t_best == "pass" && t_slow == "pass" && t_fair == "pass" && t_tail == "pass"
 	return ok && !failed[cell]
+}
+
+# A tail in microseconds, short: "0.52", "37", "2.1k".
+function us(x) {
+	if (x == "") return "-"
+	return x >= 1000 ? sprintf("%.1fk", x / 1000) : x >= 10 ? sprintf("%.0f", x) : sprintf("%.2f", x)
 }
 
 # How many of a block's n probes lie more than 1.5x away from their median m:
@@ -80,8 +109,10 @@ function table(ld, sh,    i, j, w, t, lab, cell, line, met, n, cnt_m, cnt_g, cnt
 	printf "\n== load: %s; shape: %s\n", ld == "idle" ? "idle (no outside load)" : "hogs (" hogs " CPU-bound processes beside the harness)", sh
 	printf "   %s; %s writes per critical section\n", describe(sh), cs
 	printf "   M/s: median [slowest-fastest] of %d interleaved runs of %s s; fair: fairness median/worst;\n", repeats, seconds
-	printf "   x: ratio of medians; targets: mutex >= %.2fx, glibc >= %.2fx (work < %d) or %.2fx, slow: slowest >= %.2fx median,\n", MUTEX_MIN, GLIBC_MIN_SHORT, GLIBC_STRICT_BELOW_WORK, GLIBC_MIN_LONG, SLOW_MIN
-	printf "   fair: %s run's fairness >= %.2f\n", fairness_of, FAIR_MIN
+	printf "   x: ratio of medians; targets: best: >= %.2fx the better of glibc and mutex (work < %d) or %.2fx,\n", BEST_MIN_SHORT, STRICT_BELOW_WORK, BEST_MIN_LONG
+	printf "   slow: slowest >= %.2fx median, fair: %s run's fairness >= %.2f;\n", SLOW_MIN, fairness_of, FAIR_MIN
+	printf "   tails (us, medians of the runs'): w99.9/w99.99 lock wait, i99.99 iterations; tail: at threads <= %s CPUs\n", cpus
+	printf "   w99.9 <= mutex's, w99.99 and i99.99 <= %.1fx mutex's; above, i99.99 <= %.1fx mutex's and w99.99 <= %d us\n", TAIL_RATIO, TAIL_RATIO, OVERSUB_WAIT_MAX_US
 	if ((n = stats(ld SUBSEP sh, "transfer")) > 0) {
 		far = probes_far_from(ld SUBSEP sh, n, M)
 		printf "   cache-line transfer, measured before each cell's runs: median %.0f ns [%.0f-%.0f] over %d probes%s\n", M, LO, HI, n,
@@ -89,14 +120,14 @@ function table(ld, sh,    i, j, w, t, lab, cell, line, met, n, cnt_m, cnt_g, cnt
 	}
 	# header
 	line = sprintf("%7s %6s |", "threads", "work")
-	for (i = 1; i <= nl; i++) if (!is_judged[L[i]]) line = line sprintf(" %10s", L[i])
-	for (j = 1; j <= nj; j++) line = line sprintf(" | %-68s", J[j])
+	for (i = 1; i <= nl; i++) if (!is_judged[L[i]]) line = line sprintf(" %-26s", L[i])
+	for (j = 1; j <= nj; j++) line = line sprintf(" | %-86s", J[j])
 	sub(/ +$/, "", line)
 	print line
 	line = sprintf("%7s %6s |", "", "")
-	for (i = 1; i <= nl; i++) if (!is_judged[L[i]]) line = line sprintf(" %10s", "M/s")
+	for (i = 1; i <= nl; i++) if (!is_judged[L[i]]) line = line sprintf(" %7s %18s", "M/s", "w99.9/w99.99/i99.99")
 	for (j = 1; j <= nj; j++)
-		line = line sprintf(" | %-20s %9s %6s %6s %5s %5s %5s %5s", "M/s [slow-fast]", "fair", "xglibc", "xmutex", "mutex", "glibc", "slow", "fair")
+		line = line sprintf(" | %-20s %9s %6s %6s %18s %5s %5s %5s %5s", "M/s [slow-fast]", "fair", "xglibc", "xmutex", "w99.9/w99.99/i99.99", "best", "slow", "fair", "tail")
 	print line
 	for (i = 1; i <= nw; i++) {
 		w = W[i]
@@ -106,41 +137,42 @@ function table(ld, sh,    i, j, w, t, lab, cell, line, met, n, cnt_m, cnt_g, cnt
 			for (n = 1; n <= nl; n++) {
 				if (is_judged[L[n]]) continue
 				cell = ld SUBSEP sh SUBSEP w SUBSEP t SUBSEP L[n]
-				line = line sprintf(" %10s", stats(cell, "ops") ? mps(M) (failed[cell] ? "!" : "") : "FAILED")
+				line = line sprintf(" %7s %18s", stats(cell, "ops") ? mps(M) (failed[cell] ? "!" : "") : "FAILED",
+					us(tail_of(cell, "w999")) "/" us(tail_of(cell, "w9999")) "/" us(tail_of(cell, "i9999")))
 			}
 			for (j = 1; j <= nj; j++) {
 				lab = J[j]
 				cell = ld SUBSEP sh SUBSEP w SUBSEP t SUBSEP lab
 				met = judge(ld, sh, w, t, lab)
 				if (!stats(cell, "ops")) {
-					line = line sprintf(" | %-20s %9s %6s %6s %5s %5s %5s %5s", "FAILED", "-", "-", "-", "?", "?", "?", "?")
+					line = line sprintf(" | %-20s %9s %6s %6s %18s %5s %5s %5s %5s", "FAILED", "-", "-", "-", "-", "?", "?", "?", "?")
 					continue
 				}
 				line = line sprintf(" | %-20s", sprintf("%s [%s-%s]%s", mps(M), mps(LO), mps(HI), failed[cell] ? " runs FAILED" : ""))
 				stats(cell, "fair")
-				line = line sprintf(" %9s %6s %6s %5s %5s %5s %5s", sprintf("%.2f/%.2f", M, LO),
+				line = line sprintf(" %9s %6s %6s %18s %5s %5s %5s %5s", sprintf("%.2f/%.2f", M, LO),
 					r_glibc == "" ? "-" : sprintf("%.2f", r_glibc), r_mutex == "" ? "-" : sprintf("%.2f", r_mutex),
-					t_mutex, t_glibc, t_slow, t_fair)
+					us(w999) "/" us(w9999) "/" us(i9999), t_best, t_slow, t_fair, t_tail)
 			}
 			print line
 		}
 	}
 	for (j = 1; j <= nj; j++) {
 		lab = J[j]
-		n = met = cnt_m = cnt_g = cnt_s = cnt_f = 0
+		n = met = cnt_b = cnt_s = cnt_f = cnt_t = 0
 		for (i = 1; i <= nw; i++) for (k = 1; k <= nt; k++) {
 			n++
 			met += judge(ld, sh, W[i], T[k], J[j])
-			cnt_m += t_mutex == "pass"; cnt_g += t_glibc == "pass"; cnt_s += t_slow == "pass"; cnt_f += t_fair == "pass"
+			cnt_b += t_best == "pass"; cnt_s += t_slow == "pass"; cnt_f += t_fair == "pass"; cnt_t += t_tail == "pass"
 		}
-		printf "%s: %d of %d cells meet all targets (mutex %s, glibc %s, slow %d/%d, fair %d/%d)\n", lab, met, n,
-			has_lock["mutex"] ? cnt_m "/" n : "not run", has_lock["glibc"] ? cnt_g "/" n : "not run", cnt_s, n, cnt_f, n
+		printf "%s: %d of %d cells meet all targets (best %d/%d, slow %d/%d, fair %d/%d, tail %d/%d)\n", lab, met, n,
+			cnt_b, n, cnt_s, n, cnt_f, n, cnt_t, n
 	}
 }
 
 BEGIN {
-	MUTEX_MIN = 0.9
-	GLIBC_MIN_SHORT = 1.0; GLIBC_MIN_LONG = 0.95; GLIBC_STRICT_BELOW_WORK = 100
+	BEST_MIN_SHORT = 1.0; BEST_MIN_LONG = 0.95; STRICT_BELOW_WORK = 100
+	TAIL_RATIO = 1.5; OVERSUB_WAIT_MAX_US = 2000
 	SLOW_MIN = 0.5
 	FAIR_MIN = 0.5
 }
@@ -152,6 +184,12 @@ $1 != "load" {
 	val[cell, n, "ops"] = $13 + 0
 	val[cell, n, "fair"] = $14 + 0
 	# the probe's value: one per group of runs (a cell's, every lock's)
+	if (NF >= 33 && $27 != "") {
+		if (cpus == "") cpus = $23 + 0
+		val[cell, n, "w999"] = $26 + 0; val[cell, n, "w9999"] = $27 + 0
+		val[cell, n, "i9999"] = $32 + 0
+	} else
+		val[cell, n, "w999"] = val[cell, n, "w9999"] = val[cell, n, "i9999"] = ""
 	if (NF >= 22 && $22 != "" && !(($1, $3, $8, $9, $11) in probed)) {
 		probed[$1, $3, $8, $9, $11] = 1
 		n = ++runs[$1 SUBSEP $3]
@@ -171,7 +209,7 @@ END {
 		exit 0
 	}
 
-	print "load,hogs,shape,work,threads,lock,runs_ok,runs_failed,ops_median,ops_min,ops_max,fairness_median,fairness_min,ratio_to_glibc,ratio_to_mutex,slowest_to_median,target_mutex,target_glibc,target_slow,target_fair,all" > summary
+	print "load,hogs,shape,work,threads,lock,runs_ok,runs_failed,ops_median,ops_min,ops_max,fairness_median,fairness_min,ratio_to_glibc,ratio_to_mutex,ratio_to_best,slowest_to_median,wait_p999_us,wait_p9999_us,iter_p9999_us,mutex_wait_p999_us,mutex_wait_p9999_us,mutex_iter_p9999_us,target_best,target_slow,target_fair,target_tail,all" > summary
 	for (a = 1; a <= nld; a++) for (b = 1; b <= nsh; b++) {
 		ld = LD[a]; sh = SH[b]
 		for (i = 1; i <= nw; i++) for (k = 1; k <= nt; k++) for (n = 1; n <= nl; n++) {
@@ -190,11 +228,12 @@ END {
 			} else
 				row = row ",,,,,"
 			if (is_judged[lab])
-				row = row sprintf(",%s,%s,%s,%s,%s,%s,%s,%s", r_glibc == "" ? "" : sprintf("%.3f", r_glibc),
-					r_mutex == "" ? "" : sprintf("%.3f", r_mutex), r_slow == "" ? "" : sprintf("%.3f", r_slow),
-					t_mutex, t_glibc, t_slow, t_fair, met ? "meets" : "miss")
+				row = row sprintf(",%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s", r_glibc == "" ? "" : sprintf("%.3f", r_glibc),
+					r_mutex == "" ? "" : sprintf("%.3f", r_mutex), r_best == "" ? "" : sprintf("%.3f", r_best),
+					r_slow == "" ? "" : sprintf("%.3f", r_slow), w999, w9999, i9999, mw999, mw9999, mi9999,
+					t_best, t_slow, t_fair, t_tail, met ? "meets" : "miss")
 			else
-				row = row ",,,,,,,,"
+				row = row ",,,,,,,,,,,,,,,"
 			print row > summary
 		}
 	}
@@ -205,5 +244,5 @@ END {
 	for (j = 1; j <= nj; j++)
 		printf "%s: %d of %d cells meet all targets\n", J[j], cells_met[J[j]], cells[J[j]]
 	if (repeats < 7)
-		printf "(%d runs per cell: a quick look; issue 17's verdict takes at least 7)\n", repeats
+		printf "(%d runs per cell: a quick look; a verdict takes at least 5)\n", repeats
 }

@@ -35,26 +35,47 @@ static double field(const char *out, const char *key)
 	return p != NULL ? strtod(p + strlen(pattern), NULL) : -1;
 }
 
-/* Rows of a target-matrix CSV whose last field, transfer_ns, is a number above 0. */
+/* Rows of a target-matrix CSV whose 22nd field, transfer_ns, is a number above 0. */
 static int count_transfer_figures(const char *csv)
 {
 	int count = 0;
 
 	for (const char *line = csv; *line != '\0';) {
 		const char *end = strchr(line, '\n');
-		const char *last;
+		const char *p = line;
 		char *after;
 
 		if (end == NULL)
 			end = line + strlen(line);
-		last = end;
-		while (last > line && last[-1] != ',')
-			last--;
-		if (last > line && last < end && strtod(last, &after) > 0 && after == end)
+		for (int commas = 0; p < end && commas < 21; p++)
+			commas += *p == ',';
+		if (p < end && strtod(p, &after) > 0 && *after == ',')
 			count++;
 		line = *end == '\n' ? end + 1 : end;
 	}
 	return count;
+}
+
+/*
+ * The tails of a harness line: NAME_p50 <= p99 <= p999 <= p9999 <= max,
+ * all present, the median above 0 (every acquisition is timed).
+ */
+static void assert_tails(const char *out, const char *name)
+{
+	static const char *const order[] = { "p50", "p99", "p999", "p9999", "max" };
+	double last = 0;
+
+	for (size_t i = 0; i < sizeof(order) / sizeof(order[0]); i++) {
+		char key[32];
+		double v;
+
+		snprintf(key, sizeof(key), "%s_%s", name, order[i]);
+		v = field(out, key);
+		cr_assert(v >= 0, "%s missing: %s", key, out);
+		cr_assert(i > 0 || v > 0, "%s is 0: %s", key, out);
+		cr_assert(v >= last, "%s below the percentile before it: %s", key, out);
+		last = v;
+	}
 }
 
 static bool kind_built(const char *kind)
@@ -101,6 +122,10 @@ Test(harness, every_lock_kind_with_two_threads_counts_add_up)
 		          "%s", r.out);
 		cr_assert(field(r.out, "rate_fairness") >= 0 && field(r.out, "rate_fairness") <= 1,
 		          "%s", r.out);
+		assert_tails(r.out, "wait");
+		assert_tails(r.out, "iter");
+		/* an iteration holds its lock wait: its median is not below the wait's */
+		cr_assert(field(r.out, "iter_p50") >= field(r.out, "wait_p50"), "%s", r.out);
 	}
 }
 
@@ -202,10 +227,18 @@ Test(runner, tiny_contended_run_one_row_per_cell)
 	cr_assert_eq(r.status, 0, "status %d\n%s%s", r.status, r.out, r.err);
 	cr_assert(strstr(r.out, "== Contended, work 10 between acquisitions") != NULL, "%s", r.out);
 	cr_assert(strstr(r.out, "ratio to glibc's median") != NULL, "%s", r.out);
+	/* tails beside every throughput: a table of each per work */
+	cr_assert_eq(count_occurrences(r.out, "\nlock wait p99.9 / p99.99, microseconds"), 2,
+	             "%s", r.out);
+	cr_assert_eq(count_occurrences(r.out, "\niterations p99.99 / max, microseconds"), 2,
+	             "%s", r.out);
 
 	snprintf(path, sizeof(path), "%s/tiny.csv", dir);
 	read_text_file(path, text, sizeof(text));
 	cr_assert(strncmp(text, "name,hogs,work,threads,lock,repeat,status,ops_per_s,", 52) == 0,
+	          "%s", text);
+	cr_assert(strstr(text, ",provider,wait_p50,wait_p99,wait_p999,wait_p9999,wait_max,"
+	                       "iter_p50,iter_p99,iter_p999,iter_p9999,iter_max\n") != NULL,
 	          "%s", text);
 	cr_assert_eq(count_occurrences(text, ",ok,"), 16, "%s", text);
 	cr_assert(strstr(text, ",ticketspin,1,ok,") != NULL, "%s", text);
@@ -214,6 +247,79 @@ Test(runner, tiny_contended_run_one_row_per_cell)
 	read_text_file(path, text, sizeof(text));
 	cr_assert_eq(count_occurrences(text, "\n"), 1 + 2 * 2 * 4, "one row per cell:\n%s", text);
 	cr_assert(strstr(text, "\ntiny,0,10,2,glibc,1,1,") != NULL, "%s", text);
+	cr_assert(strstr(text, ",wait_p999_us,wait_p9999_us,wait_max_us,") != NULL, "%s", text);
+	remove_tree(dir);
+}
+
+/*
+ * The tail target, judged from a CSV whose figures are known (--report):
+ * at threads <= CPUs ours must not exceed mutex's lock-wait p99.9, nor 1.5x
+ * its p99.99 and its iterations' p99.99; above, 1.5x its iterations' p99.99
+ * and a lock wait of 2 ms at p99.99.  Throughput, slowest run and fairness
+ * pass in every cell, so the tail alone decides.
+ */
+Test(runner, target_matrix_judges_the_tails)
+{
+	static const char *const header =
+		"load,hogs,shape,layout,touch,touch_lines,cs,work,threads,lock,repeat,status,"
+		"ops_per_s,fairness,min,max,user_s,sys_s,seconds,wall_s,provider,transfer_ns,cpus,"
+		"wait_p50,wait_p99,wait_p999,wait_p9999,wait_max,iter_p50,iter_p99,iter_p999,"
+		"iter_p9999,iter_max\n";
+	/* threads, lock, wait p99.9, wait p99.99, iterations p99.99 (us) */
+	static const struct { int threads; const char *lock; double w999, w9999, i9999; } rows[] = {
+		{ 2, "glibc", 5, 30, 40 },   { 2, "mutex", 4, 30, 40 },
+		{ 2, "pass2", 4, 45, 60 },   { 2, "slow999", 4.5, 10, 10 },
+		{ 2, "slow9999", 1, 46, 10 }, { 2, "slowiter", 1, 10, 61 },
+		{ 4, "glibc", 5, 30, 900 },  { 4, "mutex", 4, 30, 1000 },
+		{ 4, "pass4", 400, 1900, 1500 }, { 4, "wait2ms", 10, 2100, 100 },
+		{ 4, "iter4", 1, 10, 1600 },
+	};
+	static const struct { const char *lock; int threads; const char *mark; } want[] = {
+		{ "pass2", 2, "pass" },     { "slow999", 2, "FAIL" }, { "slow9999", 2, "FAIL" },
+		{ "slowiter", 2, "FAIL" },  { "pass4", 4, "pass" },   { "wait2ms", 4, "FAIL" },
+		{ "iter4", 4, "FAIL" },
+	};
+	char dir[] = "/tmp/ticketspin-bench-XXXXXX", path[4200], text[16384];
+	struct probe_result r;
+	FILE *f;
+
+	cr_assert(mkdtemp(dir) != NULL);
+	snprintf(path, sizeof(path), "%s/crafted.csv", dir);
+	f = fopen(path, "w");
+	cr_assert(f != NULL);
+	fputs(header, f);
+	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++)
+		for (int rep = 1; rep <= 5; rep++)
+			fprintf(f, "idle,0,same-line,same-line,0,0,4,0,%d,%s,%d,ok,1000000,0.9,9,10,"
+			        "0.5,0,0.5,0.6,x,,2,0.05,0.1,%g,%g,%g,0.1,0.2,0.3,%g,%g\n",
+			        rows[i].threads, rows[i].lock, rep, rows[i].w999, rows[i].w9999,
+			        rows[i].i9999 / 2, rows[i].i9999, rows[i].i9999 * 2);
+	fclose(f);
+	probe_run(&r, NULL,
+	          (const char *const[]){ "bash", BENCH_SRCDIR "/target-matrix.sh", "--report", path,
+	                                 "--out", dir, "--name", "judged", NULL },
+	          60);
+	cr_assert_eq(r.status, 3, "some cells miss: status %d\n%s%s", r.status, r.out, r.err);
+	snprintf(path, sizeof(path), "%s/judged-summary.csv", dir);
+	read_text_file(path, text, sizeof(text));
+	for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
+		char row[128];
+		const char *p, *end, *mark;
+
+		snprintf(row, sizeof(row), "\nidle,0,same-line,0,%d,%s,", want[i].threads,
+		         want[i].lock);
+		p = strstr(text, row);
+		cr_assert(p != NULL, "%s: no row\n%s", want[i].lock, text);
+		end = strchr(p + 1, '\n');
+		cr_assert(end != NULL);
+		/* ...,target_best,target_slow,target_fair,target_tail,all */
+		mark = end;
+		for (int commas = 0; commas < 2; mark--)
+			commas += mark[-1] == ',';
+		cr_assert(strncmp(mark + 1, want[i].mark, strlen(want[i].mark)) == 0,
+		          "%s at %d threads: tail %s expected:\n%.*s", want[i].lock, want[i].threads,
+		          want[i].mark, (int)(end - p), p);
+	}
 	remove_tree(dir);
 }
 
@@ -303,7 +409,7 @@ Test(runner, target_matrix_tables_marks_and_csv)
 	          "%s", r.out);
 	cr_assert(strstr(r.out, "== load: hogs (2 CPU-bound processes beside the harness); "
 	                        "shape: other-line:touch=4096:lines=2\n") != NULL, "%s", r.out);
-	cr_assert_eq(count_occurrences(r.out, " xglibc xmutex mutex glibc  slow  fair"), 2 * 4,
+	cr_assert_eq(count_occurrences(r.out, " xglibc xmutex w99.9/w99.99/i99.99  best  slow  fair  tail"), 2 * 4,
 	             "a column group per ticketspin column, per table:\n%s", r.out);
 	cr_assert(strstr(r.out, "\nticketspin: ") != NULL && strstr(r.out, "\nfifo: ") != NULL,
 	          "%s", r.out);
@@ -322,7 +428,9 @@ Test(runner, target_matrix_tables_marks_and_csv)
 	             2 * 4, "%s", text);
 	cr_assert(strstr(text, ",hogs,2,") == NULL && strstr(text, "\nhogs,2,same-line,") != NULL,
 	          "%s", text);
-	cr_assert(strstr(text, ",provider,transfer_ns\n") != NULL, "%s", text);
+	cr_assert(strstr(text, ",provider,transfer_ns,cpus,wait_p50,wait_p99,wait_p999,wait_p9999,"
+	                       "wait_max,iter_p50,iter_p99,iter_p999,iter_p9999,iter_max\n") != NULL,
+	          "%s", text);
 	/* every run carries the probe's figure, in ns: a number after the provider */
 	cr_assert_eq(count_occurrences(text, "libticketspin.so,"), 2 * 2 * 2, "%s", text);
 	cr_assert_eq(count_transfer_figures(text), 2 * 2 * 4, "%s", text);
@@ -399,14 +507,15 @@ Test(runner, target_matrix_variant_with_a_library_of_its_own)
 	snprintf(path, sizeof(path), "%s/target-matrix.csv", dir);
 	read_text_file(path, text, sizeof(text));
 	/*
-	 * the provider, last in the row but for the probe's figure (empty: no
-	 * --probe), is the library as preloaded, by the path given
+	 * the provider, followed by the probe's figure (empty: no --probe) and
+	 * the CPUs, is the library as preloaded, by the path given
 	 */
 	row = strstr(text, ",other,1,ok,");
 	cr_assert(row != NULL, "%s", text);
 	row_end = strchr(row, '\n');
-	cr_assert(row_end != NULL && row_end - row > 30 &&
-	                  strncmp(row_end - 30, "/other-build/libticketspin.so,", 30) == 0,
+	cr_assert(row_end != NULL);
+	cr_assert(strstr(row, "/other-build/libticketspin.so,,") != NULL &&
+	                  strstr(row, "/other-build/libticketspin.so,,") < row_end,
 	          "%s", text);
 	cr_assert_eq(count_occurrences(text, "/other-build/"), 1, "%s", text);
 	remove_tree(dir);
