@@ -134,6 +134,94 @@ Test(bypass, a_stealer_stopped_at_the_bound_rests_once_then_queues, .timeout = 1
 	cr_assert(ts_unlock(&word));
 }
 
+/* TICKET_REST_SPIN_US=@us, TICKET_BYPASS=5, TICKET_REST_US=50 ms. */
+static void spin_rests_up_to(const char *us)
+{
+	setenv("TICKET_REST_SPIN_US", us, 1);
+	setenv("TICKET_REST_US", "50000", 1);
+	bypass("5");
+}
+
+/*
+ * With a CPU for every contender (the ghost head and us: two), a stopped
+ * stealer's rest spins: counted as spun, not the 50 ms sleep.  Its length,
+ * TS_REST_ACQUISITIONS of our own steals, is far below 1000 us here.
+ */
+Test(bypass, a_rest_spins_with_a_cpu_for_every_contender, .timeout = 10)
+{
+	struct ts_sleep_counts before;
+
+	spin_rests_up_to("1000");
+	if (ts_config()->cpus < 2)
+		cr_skip_test("one CPU: two contenders never have a CPU each");
+	/* the slow path warm (past a ghost that does not watch: no burst timed) */
+	__atomic_store_n(&word, TS_NEXT_ONE, __ATOMIC_RELAXED);
+	for (int k = 0; k < 1000; k++) {
+		ts_lock(&word, NULL);
+		cr_assert(ts_unlock(&word));
+	}
+	steal_up_to_the_bound();
+	before = counts_so_far();
+	ts_lock(&word, NULL);
+	cr_assert_eq(counts_so_far().rests, before.rests + 1, "one rest");
+	cr_assert_eq(counts_so_far().rests_spun, before.rests_spun + 1, "spun, not slept");
+	cr_assert(!(word & TS_WATCHING), "then taken past the ghost: word %#x", word);
+	cr_assert(ts_unlock(&word));
+}
+
+/*
+ * Steals that each take 200 us: TS_REST_ACQUISITIONS of them would take
+ * 400 ms, past TICKET_REST_SPIN_US: no rest at all, the stealer queues.
+ */
+Test(bypass, no_rest_that_would_outlast_ticket_rest_spin_us, .timeout = 10)
+{
+	uint64_t rests;
+
+	spin_rests_up_to("1000");
+	if (ts_config()->cpus < 2)
+		cr_skip_test("one CPU: two contenders never have a CPU each");
+	__atomic_store_n(&word, ghost_watching_head(), __ATOMIC_RELAXED);
+	for (int k = 0; k < 5; k++) {
+		ts_lock(&word, NULL);
+		usleep(200);
+		cr_assert(ts_unlock(&word));
+	}
+	cr_assert_eq(ts_bypass(word), 5, "word %#x", word);
+	rests = rests_so_far();
+	ts_lock(&word, NULL);
+	cr_assert_eq(rests_so_far(), rests, "no rest: the queue, and the escape past the ghost");
+	cr_assert(ts_unlock(&word));
+}
+
+/*
+ * More contenders than CPUs (a ghost queue as long as there are CPUs, and
+ * us): the rest sleeps TICKET_REST_US, its deadline a lower bound on the
+ * time, however short TICKET_REST_SPIN_US would make a spin.
+ */
+Test(bypass, a_rest_sleeps_with_more_contenders_than_cpus, .timeout = 10)
+{
+	struct ts_sleep_counts before;
+	uint32_t cpus;
+	uint64_t start;
+
+	spin_rests_up_to("1000");
+	cpus = ts_config()->cpus;
+	if (cpus >= TS_QUEUE_CAPACITY)
+		cr_skip_test("more CPUs than the queue holds");
+	__atomic_store_n(&word, cpus * TS_NEXT_ONE | TS_WATCHING, __ATOMIC_RELAXED);
+	for (int k = 0; k < 5; k++) {
+		ts_lock(&word, NULL);
+		cr_assert(ts_unlock(&word));
+	}
+	before = counts_so_far();
+	start = ts_now_ns();
+	ts_lock(&word, NULL);
+	cr_assert_geq(elapsed_us(start), 50000, "the rest slept TICKET_REST_US");
+	cr_assert_eq(counts_so_far().rests, before.rests + 1, "one rest");
+	cr_assert_eq(counts_so_far().rests_spun, before.rests_spun, "slept, not spun");
+	cr_assert(ts_unlock(&word));
+}
+
 /*
  * Another thread, stopped by the bound on the same lock: true if it rested.
  * steal_up_to_the_bound()'s steps without its assertions, which belong to
