@@ -120,6 +120,27 @@ while IFS=$'\t' read -r variable accepted; do
 	fi
 done <<<"$table"
 
+# One rule for integers in both: the same values through the wrapper's
+# option and the library's variable (TICKET_STRICT=1: a refused value exits
+# 2 at load, so /bin/true, which takes no lock, is enough) are accepted or
+# refused alike.
+same_rule=0
+for pair in bypass:TICKET_BYPASS stall-ms:TICKET_STALL_MS delay:TICKET_DELAY; do
+	option=${pair%%:*} variable=${pair#*:}
+	for value in 007 0 00 1 31 0000000000000000000031 -0 +5 -5 ' 5' '5 ' 0x1f 1e1 64 \
+	             99999999999999999999 auto; do
+		env -u LD_PRELOAD "$wrapper" --lib="$lib" "--$option=$value" -- true >/dev/null 2>&1
+		by_wrapper=$?
+		env "$variable=$value" TICKET_STRICT=1 LD_PRELOAD="$lib" true >/dev/null 2>&1
+		by_library=$?
+		if [ $by_wrapper -ne $by_library ]; then
+			fail "--$option='$value' gives status $by_wrapper, $variable='$value' $by_library"
+		fi
+		same_rule=$((same_rule + 1))
+	done
+done
+echo "ok: $same_rule values, the same verdict from the wrapper and the library"
+
 if [ $failures -gt 0 ]; then
 	echo "$failures failure(s)"
 	exit 1
