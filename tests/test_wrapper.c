@@ -43,6 +43,34 @@ Test(wrapper, options_reach_the_library)
 	cr_assert(strstr(r.out, "stats:") == NULL, "%s", r.out);
 }
 
+/*
+ * TICKET_VERBOSE=1 prints its line when the library is loaded (its
+ * constructor reads the settings), not at the first pthread_spin_* call:
+ * the README promises "one stderr line: it is loaded", and a program that
+ * never takes a spinlock (sh) shows it too, before its own output.
+ * Through the wrapper as well.
+ */
+Test(wrapper, verbose_prints_at_load)
+{
+	struct probe_result r;
+	char preload[4096];
+
+	snprintf(preload, sizeof(preload), "LD_PRELOAD=%s", getenv("TICKETSPIN_LIB"));
+	/* before the program's own first line: at load, not at exit */
+	wrap(&r, (const char *const[]){ NO_PRELOAD, preload, "TICKET_VERBOSE=1", NULL },
+	     (const char *const[]){ "/bin/sh", "-c", "echo main >&2", NULL });
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	cr_assert(strncmp(r.err, "ticketspin: delay=", 18) == 0, "no line at load: '%s'", r.err);
+	cr_assert_eq(count_occurrences(r.err, "\n"), 2, "not one line and main's: '%s'", r.err);
+	cr_assert(strstr(r.err, "\nmain\n") != NULL, "%s", r.err);
+	cr_assert_str_eq(r.out, "");
+
+	wrap(&r, (const char *const[]){ NO_PRELOAD, NULL },
+	     (const char *const[]){ WRAPPER, "--verbose", "/bin/sh", "-c", "echo main >&2", NULL });
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	cr_assert(strncmp(r.err, "ticketspin: delay=", 18) == 0, "no line at load: '%s'", r.err);
+}
+
 /* Files named ticketspin-stats.* in @dir. */
 static int stats_files_in(const char *dir)
 {
