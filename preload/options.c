@@ -2,10 +2,11 @@
  * options.c - the one place that reads the environment.
  *
  * One table lists every TICKET_* variable with its parser and the values it
- * accepts.  Integers must be consumed whole by strtol and lie in range.  A
- * bad value gets one line on stderr naming the variable, the value and what
- * is accepted, and the default stays; TICKET_STRICT=1 makes any bad value
- * fatal (exit status 2).  An empty value counts as unset.
+ * accepts.  Integers are digits only (no sign, no blank; leading zeros
+ * fine), read by strtol, and must lie in range.  A bad value gets one line
+ * on stderr naming the variable, the value and what is accepted, and the
+ * default stays; TICKET_STRICT=1 makes any bad value fatal (exit status 2).
+ * An empty value counts as unset.
  *
  * Security: every variable is read with secure_getenv().  In a process
  * running with AT_SECURE (set-user-ID or set-group-ID, gained capabilities,
@@ -49,8 +50,14 @@ static bool parse_long(const char *raw, long min, long max, long *out)
 	char *end;
 	long value;
 
-	/* strtol would skip leading blanks and take a sign: "+5" or " 5" is a typo */
-	if (!((raw[0] >= '0' && raw[0] <= '9') || (raw[0] == '-' && raw[1] != '\0')))
+	/*
+	 * Digits only (leading zeros are fine: "007" is 7): strtol would also
+	 * skip blanks and take a sign, and no setting is negative, so " 5",
+	 * "+5" and "-0" are typos.  tools/ticketspin.in applies the same rule to
+	 * its options (tests/test_wrapper_options.sh runs the same values
+	 * through both).
+	 */
+	if (strspn(raw, "0123456789") != strlen(raw) || raw[0] == '\0')
 		return false;
 	errno = 0;
 	value = strtol(raw, &end, 10);

@@ -899,6 +899,35 @@ static bool recorded_anything(void)
 	       (mine != NULL && mine->pending.seq != 0);
 }
 
+/*
+ * Whether the report would list nothing: no contended acquisition, folded
+ * or still pending in any thread's slot, and nothing dropped.  The file is
+ * read back as the report reads it, since another thread's last record may
+ * not be folded yet; when it cannot be read, there is something to say.
+ */
+static bool nothing_to_report(void)
+{
+	struct ts_file_header h;
+	struct ts_report report;
+	bool nothing;
+	int in;
+
+	if (recorded_anything())
+		return false;
+	if ((in = reopen_ours(file_path, O_RDONLY, file_dev, file_ino)) < 0)
+		return false;
+	if (ts_report_read(in, &h, &report) != 0) {
+		close(in);
+		return false;
+	}
+	close(in);
+	nothing = report.nlocks == 0 && report.contended == 0 && report.dropped_locks == 0 &&
+	          report.dropped_sites == 0 && report.dropped_segs == 0 &&
+	          report.dropped_inits == 0 && report.unrecorded_threads == 0;
+	ts_report_free(&report);
+	return nothing;
+}
+
 __attribute__((destructor)) static void stats_at_exit(void)
 {
 	const struct ts_config *cfg = ts_config();
@@ -916,7 +945,19 @@ __attribute__((destructor)) static void stats_at_exit(void)
 		return;
 	header->exit_ns = ts_now_ns();
 	header->exit_clock = stats_clock();
-	if (report_to_file) {
+	if (report_to_file && nothing_to_report()) {
+		/*
+		 * Nothing contended: no file.  A program's helpers that
+		 * never contend would each leave a report of no locks (27
+		 * from glusterd's); the file stays free for an image that
+		 * has something to say.  TICKET_VERBOSE=1 says why there is
+		 * none.
+		 */
+		if (cfg->verbose)
+			ts_log("stats: pid %d: no lock contended; no report written to %s",
+			       (int)getpid(), cfg->stats);
+		skip = true;
+	} else if (report_to_file) {
 		dev_t dev;
 		ino_t ino;
 

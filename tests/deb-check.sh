@@ -39,10 +39,25 @@ for f in "$lib" "$root/usr/bin/ticketspin" "$root/usr/bin/ticketspin-compare" \
 	[ -e "$f" ] || fail "missing: ${f#"$root"}"
 done
 
+# the README and doc/ (issue 41), and a description that says what the
+# default does (bounded bypass), not "first come, first served"
+docs=$root/usr/share/doc/libticketspin
+for f in README.md doc/tools.md doc/deploying.md doc/statistics.md; do
+	[ -e "$docs/$f" ] || [ -e "$docs/$f.gz" ] || fail "missing: /usr/share/doc/libticketspin/$f"
+done
+description=$(dpkg-deb -f "$dir"/libticketspin_*.deb Description)
+case $description in
+*"first come, first served: "*|*"ticket spinlock: first come"*)
+	fail "the description still says first come, first served: $description" ;;
+esac
+printf '%s\n' "$description" | grep -q "TICKET_BYPASS" ||
+	fail "the description does not say what the default does: $description"
+
 version=$(env -u LD_PRELOAD "$root/usr/bin/ticketspin" --version)
 [[ $version =~ ^ticketspin\ [0-9]+\.[0-9]+ ]] || fail "ticketspin --version: '$version'"
 echo "ticketspin --version: $version"
-env -u LD_PRELOAD "$root/usr/bin/ticketspin" --help | grep -q "default: /usr/lib/$multiarch/libticketspin.so" ||
+# --help gives the default library on the line after "--lib=PATH ... default:"
+env -u LD_PRELOAD "$root/usr/bin/ticketspin" --help | grep -qx " *\(default: \)\?/usr/lib/$multiarch/libticketspin.so" ||
 	fail "the installed ticketspin does not default to /usr/lib/$multiarch/libticketspin.so"
 
 # a contended run under the installed library, with statistics in a private dir

@@ -176,6 +176,27 @@ Test(config, bad_values_keep_the_default)
 	}
 }
 
+/*
+ * One rule for every integer, the same as the ticketspin wrapper's: digits
+ * only, leading zeros fine; no sign (not even "-0" or "+5"), no blank.
+ */
+Test(config, integers_are_digits_only)
+{
+	static const char *const refused[] = { "-0", "+5", "-5", " 5", "5 ", "0x10", "1e3", "-",
+	                                       "+" };
+	struct ts_config cfg;
+
+	cr_assert_eq(parse_with("TICKET_BYPASS", "007", &cfg), 0, "007 refused");
+	cr_assert_eq(cfg.bypass_max, 7);
+	cr_assert_eq(parse_with("TICKET_STALL_MS", "0000000000000000000000042", &cfg), 0);
+	cr_assert_eq(cfg.stall_ms, 42);
+	cr_assert_eq(parse_with("TICKET_REST_US", "00", &cfg), 0);
+	cr_assert_eq(cfg.rest_us, 0);
+	for (size_t i = 0; i < sizeof(refused) / sizeof(refused[0]); i++)
+		cr_assert_eq(parse_with("TICKET_REST_US", refused[i], &cfg), 1,
+		             "TICKET_REST_US='%s' accepted", refused[i]);
+}
+
 /* TICKET_QUEUE=0 asks for strict FIFO: a TICKET_BYPASS beside it does not undo that. */
 Test(config, queue_zero_wins_over_bypass)
 {

@@ -40,8 +40,9 @@ pid=$(sed -n 's/^stats: pid \([0-9]*\):.*/\1/p' "$XDG_RUNTIME_DIR/at-exit" | hea
 [ -n "$lock0" ] && [ -n "$pid" ] || { echo "ERROR: no lock or pid in: $out"; exit 99; }
 echo "contended: pid $pid, lock 0 at $lock0"
 
+# COLUMNS unset: not on a terminal, the default is then the wide layout
 report() {
-	env -u LD_PRELOAD "$wrapper" report "$@"
+	env -u LD_PRELOAD -u COLUMNS "$wrapper" report "$@"
 }
 
 # the wide layout: the library's, "stats: LOCK TOTAL CONTENDED ..."
@@ -81,6 +82,11 @@ for title in "total>=" threads ahead polls delay yields parks rests skips dozed 
 		fail "--width=250: no column $title"
 done
 check_fitted 80 "$(env -u LD_PRELOAD "$wrapper" top --once --width=80 "$pid")" "top --once --width=80"
+# not on a terminal, COLUMNS is the width asked for; a value that is no width is ignored
+check_fitted 120 "$(env -u LD_PRELOAD COLUMNS=120 "$wrapper" report "$pid")" "report, COLUMNS=120"
+check_fitted 120 "$(env -u LD_PRELOAD COLUMNS=120 "$wrapper" top --once "$pid")" "top --once, COLUMNS=120"
+[ "$(env -u LD_PRELOAD COLUMNS=12x "$wrapper" report "$pid")" = "$wide" ] ||
+	fail "COLUMNS=12x is not ignored"
 # a terminal of 90 columns
 if command -v script >/dev/null 2>&1; then
 	tty_text=$(TERM=dumb script -qec "stty cols 90 rows 40; $wrapper report $pid" /dev/null)
@@ -113,6 +119,62 @@ echo "ok: CSV"
 err=$(report --width=10 "$pid" 2>&1)
 [ $? -eq 2 ] && printf '%s\n' "$err" | grep -q "width='10' is not valid" ||
 	fail "--width=10 not refused: $err"
+
+# report without PID and no files: status 1, as its help says ("1 when
+# there are no statistics"); /dev/shm is searched too, so only when it holds
+# no file of ours
+empty=$XDG_RUNTIME_DIR/empty
+mkdir "$empty" || exit 99
+if [ -z "$(find /dev/shm -maxdepth 1 -name 'ticketspin-stats.*' -user "$(id -u)" 2>/dev/null)" ]; then
+	out=$(XDG_RUNTIME_DIR=$empty report 2>&1)
+	status=$?
+	if [ $status -ne 1 ] || ! printf '%s\n' "$out" | grep -q "no statistics files of yours"; then
+		fail "report with no files: status $status (not 1): $out"
+	else
+		echo "ok: report with no files exits 1"
+	fi
+else
+	echo "files of ours in /dev/shm: report with no files not tested"
+fi
+
+# top, when the process it watches exits (and its file goes): one line
+# saying so, status 0, no raw error
+XDG_RUNTIME_DIR=$empty LD_PRELOAD=$lib TICKET_STATS=$empty/at-exit sleep 1 &
+sleeper=$!
+for _ in 1 2 3 4 5 6 7 8 9 10; do
+	[ -e "$empty/ticketspin-stats.$sleeper" ] && break
+	sleep 0.1
+done
+out=$(XDG_RUNTIME_DIR=$empty env -u LD_PRELOAD -u COLUMNS "$wrapper" top --interval=0.2 \
+	"$sleeper" 2>&1)
+status=$?
+wait "$sleeper"
+last=$(printf '%s\n' "$out" | tail -n 1)
+if [ $status -ne 0 ] || printf '%s\n' "$out" | grep -q "No such file" ||
+   ! printf '%s\n' "$out" | grep -q "pid $sleeper exited"; then
+	fail "top of a process that exits: status $status, last line '$last'"
+else
+	echo "ok: top of a process that exits: '$last'"
+fi
+
+# a live process whose main thread has called pthread_exit(): its leader is
+# a zombie in /proc, but report must call it running, not dead
+XDG_RUNTIME_DIR=$empty LD_PRELOAD=$lib TICKET_STATS=1 TICKET_STATS_KEEP=1 ./leaderexit 2 &
+leader=$!
+for _ in 1 2 3 4 5 6 7 8 9 10; do
+	[ "$(cut -d ' ' -f 3 "/proc/$leader/stat" 2>/dev/null)" = Z ] &&
+		[ -e "$empty/ticketspin-stats.$leader" ] && break
+	sleep 0.1
+done
+out=$(XDG_RUNTIME_DIR=$empty report "$leader" 2>&1 | head -n 1)
+list=$(XDG_RUNTIME_DIR=$empty report 2>&1 | awk -v p="$leader" '$1 == p { print $2 }')
+wait "$leader"
+case $out in
+"ticketspin: pid $leader: running;"*)
+	[ "$list" = running ] && echo "ok: a live process with its main thread gone is running" ||
+		fail "report's list calls the live pid $leader '$list'" ;;
+*) fail "report calls the live pid $leader: $out" ;;
+esac
 
 if [ $failures -gt 0 ]; then
 	echo "$failures failure(s)"

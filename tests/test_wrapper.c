@@ -8,6 +8,7 @@
  */
 #include <criterion/criterion.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 
 #include "probe_run.h"
 
@@ -41,6 +42,34 @@ Test(wrapper, options_reach_the_library)
 	cr_assert(strstr(r.err, "ticketspin: stats: pid ") != NULL, "%s", r.err);
 	cr_assert(strstr(r.err, " contend_worker+0x") != NULL, "%s", r.err);
 	cr_assert(strstr(r.out, "stats:") == NULL, "%s", r.out);
+}
+
+/*
+ * TICKET_VERBOSE=1 prints its line when the library is loaded (its
+ * constructor reads the settings), not at the first pthread_spin_* call:
+ * the README promises "one stderr line: it is loaded", and a program that
+ * never takes a spinlock (sh) shows it too, before its own output.
+ * Through the wrapper as well.
+ */
+Test(wrapper, verbose_prints_at_load)
+{
+	struct probe_result r;
+	char preload[4096];
+
+	snprintf(preload, sizeof(preload), "LD_PRELOAD=%s", getenv("TICKETSPIN_LIB"));
+	/* before the program's own first line: at load, not at exit */
+	wrap(&r, (const char *const[]){ NO_PRELOAD, preload, "TICKET_VERBOSE=1", NULL },
+	     (const char *const[]){ "/bin/sh", "-c", "echo main >&2", NULL });
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	cr_assert(strncmp(r.err, "ticketspin: delay=", 18) == 0, "no line at load: '%s'", r.err);
+	cr_assert_eq(count_occurrences(r.err, "\n"), 2, "not one line and main's: '%s'", r.err);
+	cr_assert(strstr(r.err, "\nmain\n") != NULL, "%s", r.err);
+	cr_assert_str_eq(r.out, "");
+
+	wrap(&r, (const char *const[]){ NO_PRELOAD, NULL },
+	     (const char *const[]){ WRAPPER, "--verbose", "/bin/sh", "-c", "echo main >&2", NULL });
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	cr_assert(strncmp(r.err, "ticketspin: delay=", 18) == 0, "no line at load: '%s'", r.err);
 }
 
 /* Files named ticketspin-stats.* in @dir. */
@@ -112,6 +141,57 @@ Test(wrapper, stats_file_relative_to_the_current_directory)
 	rmdir(dir);
 	cr_assert(strncmp(text, "stats: pid ", 11) == 0, "%s", text);
 	cr_assert(strstr(text, "1 lock contended") != NULL, "%s", text);
+}
+
+/* Entries in @dir other than . and .. (a directory counts) */
+static int entries_in(const char *dir)
+{
+	char cmd[256];
+	FILE *ls;
+	int n = -1;
+
+	snprintf(cmd, sizeof(cmd), "ls -A %s | wc -l", dir);
+	ls = popen(cmd, "r");
+	cr_assert(ls != NULL);
+	cr_assert_eq(fscanf(ls, "%d", &n), 1);
+	pclose(ls);
+	return n;
+}
+
+/*
+ * TICKET_STATS=FILE: a process that contended no lock writes no report
+ * file (a program's helpers would each leave one of no locks); with
+ * TICKET_VERBOSE=1, one stderr line says so.  One that did writes it.
+ */
+Test(wrapper, no_report_file_when_nothing_contended)
+{
+	struct probe_result r;
+	char dir[] = "/tmp/ticketspin-wrapper-emptyXXXXXX", stats[128], xdg[128];
+
+	cr_assert(mkdtemp(dir) != NULL);
+	snprintf(stats, sizeof(stats), "TICKET_STATS=%s/report.%%p", dir);
+	/* the shared files elsewhere: an exec'ed image's stays (for report PID) */
+	snprintf(xdg, sizeof(xdg), "XDG_RUNTIME_DIR=%s/shared", dir);
+	cr_assert_eq(mkdir(xdg + strlen("XDG_RUNTIME_DIR="), 0700), 0);
+	/* sh and its two children: three images, none takes a lock */
+	wrap(&r, (const char *const[]){ stats, xdg, "TICKET_STATS_KEEP=", NULL },
+	     (const char *const[]){ "/bin/sh", "-c", "/bin/true; /bin/true", NULL });
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	cr_assert_str_eq(r.err, "");
+	cr_assert_eq(entries_in(dir), 1, "report files left for nothing contended");
+
+	wrap(&r, (const char *const[]){ stats, xdg, "TICKET_STATS_KEEP=", "TICKET_VERBOSE=1", NULL },
+	     (const char *const[]){ "/bin/true", NULL });
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	cr_assert(strstr(r.err, ": no lock contended; no report written to ") != NULL, "%s", r.err);
+	cr_assert_eq(count_occurrences(r.err, "\n"), 2, "settings, then one line: %s", r.err);
+	cr_assert_eq(entries_in(dir), 1);
+
+	wrap(&r, (const char *const[]){ stats, xdg, "TICKET_STATS_KEEP=", NULL },
+	     (const char *const[]){ CONTENDED, "4", "5000", "1", NULL });
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	cr_assert_eq(entries_in(dir), 2, "no report of a contended run");
+	remove_tree(dir);
 }
 
 Test(wrapper, keeps_ld_preload_entries)

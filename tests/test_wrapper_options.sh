@@ -30,7 +30,7 @@ fail() {
 	failures=$((failures + 1))
 }
 
-for f in "$options_c" "$man" "$wrapper" "$lib"; do
+for f in "$options_c" "$man" "$wrapper" "$lib" ../tools/ticketspin-compare; do
 	[ -e "$f" ] || { echo "ERROR: $f not found"; exit 99; }
 done
 
@@ -119,6 +119,67 @@ while IFS=$'\t' read -r variable accepted; do
 		fi
 	fi
 done <<<"$table"
+
+# Every line of every help text fits 80 columns: the wrapper's, the
+# statistics reader's (report and top), ticketspin-compare's.
+for command in "$wrapper --help" "$wrapper report --help" "$wrapper top --help" \
+               "../tools/ticketspin-compare --help"; do
+	text=$(env -u LD_PRELOAD $command 2>&1) || fail "'$command' failed: $text"
+	long=$(printf '%s\n' "$text" | awk 'length($0) > 80 { print length($0) ": " $0 }')
+	if [ -n "$long" ]; then
+		fail "'$command': lines over 80 columns:
+$long"
+	else
+		echo "ok: '$command' within 80 columns ($(printf '%s\n' "$text" | wc -l) lines)"
+	fi
+done
+
+# Every default --help states is the library's: "(default N)" in an
+# option's text against the setting of that name in the line
+# TICKET_VERBOSE=1 prints (with no other TICKET_* set), "--rest-us" against
+# "rest_us=", "--delay-min" against "min=".
+settings=$(env -i PATH="$PATH" TICKET_VERBOSE=1 LD_PRELOAD="$lib" true 2>&1)
+case $settings in
+"ticketspin: delay="*) ;;
+*) echo "ERROR: TICKET_VERBOSE=1 printed no settings: $settings"; exit 99 ;;
+esac
+defaults=$(printf '%s\n' "$help" | awk '
+	/^  --/ { option = substr($1, 3); sub(/[=[].*/, "", option) }
+	option != "" && match($0, /\(default [0-9]+\)/) {
+		print option, substr($0, RSTART + 9, RLENGTH - 10)
+	}')
+[ -n "$defaults" ] || { echo "ERROR: no '(default N)' in --help"; exit 99; }
+while read -r option value; do
+	key=${option#delay-}
+	key=${key//-/_}
+	actual=$(printf '%s\n' "$settings" | tr ' ' '\n' | sed -n "s/^$key=//p")
+	if [ "$actual" != "$value" ]; then
+		fail "--help: --$option (default $value), the library: $key=${actual:-(none)}"
+	else
+		echo "ok: --$option default $value"
+	fi
+done <<<"$defaults"
+
+# One rule for integers in both: the same values through the wrapper's
+# option and the library's variable (TICKET_STRICT=1: a refused value exits
+# 2 at load, so /bin/true, which takes no lock, is enough) are accepted or
+# refused alike.
+same_rule=0
+for pair in bypass:TICKET_BYPASS stall-ms:TICKET_STALL_MS delay:TICKET_DELAY; do
+	option=${pair%%:*} variable=${pair#*:}
+	for value in 007 0 00 1 31 0000000000000000000031 -0 +5 -5 ' 5' '5 ' 0x1f 1e1 64 \
+	             99999999999999999999 auto; do
+		env -u LD_PRELOAD "$wrapper" --lib="$lib" "--$option=$value" -- true >/dev/null 2>&1
+		by_wrapper=$?
+		env "$variable=$value" TICKET_STRICT=1 LD_PRELOAD="$lib" true >/dev/null 2>&1
+		by_library=$?
+		if [ $by_wrapper -ne $by_library ]; then
+			fail "--$option='$value' gives status $by_wrapper, $variable='$value' $by_library"
+		fi
+		same_rule=$((same_rule + 1))
+	done
+done
+echo "ok: $same_rule values, the same verdict from the wrapper and the library"
 
 if [ $failures -gt 0 ]; then
 	echo "$failures failure(s)"

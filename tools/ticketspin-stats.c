@@ -290,9 +290,37 @@ static bool owned_by_us(const char *path)
 
 /* ---- the state of the process behind a file ----------------------------------- */
 
+/* start_time_of(): the process is there, but its start time cannot be read */
+#define START_UNKNOWN UINT64_MAX
+
 /*
- * /proc/PID/stat field 22, the start time; 0 when the process does not exist
- * or has ended (a zombie, or dying: its memory is gone, it will not run again).
+ * Whether thread group @pid has a thread other than its leader: a leader
+ * that called pthread_exit() shows as a zombie ('Z') in /proc/PID/stat while
+ * the other threads run on, and the process is alive.
+ */
+static bool has_other_threads(int pid)
+{
+	char path[64];
+	DIR *dir;
+	struct dirent *e;
+	bool found = false;
+
+	snprintf(path, sizeof(path), "/proc/%d/task", pid);
+	if ((dir = opendir(path)) == NULL)
+		return false;
+	while (!found && (e = readdir(dir)) != NULL)
+		found = e->d_name[0] >= '1' && e->d_name[0] <= '9' && atoi(e->d_name) != pid;
+	closedir(dir);
+	return found;
+}
+
+/*
+ * /proc/PID/stat field 22, the start time; 0 only when the process is known
+ * to be gone (no /proc/PID, or a zombie or dying process: its memory is
+ * gone, it will not run again), START_UNKNOWN when it cannot be told (a
+ * failure to open or read other than "no such process", as under a shortage
+ * of memory or file descriptors): a report must never call a live process
+ * dead, so a doubt counts as alive.
  */
 static uint64_t start_time_of(int pid)
 {
@@ -302,15 +330,24 @@ static uint64_t start_time_of(int pid)
 
 	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
 	if ((f = fopen(path, "re")) == NULL)
-		return 0;
+		return errno == ENOENT || errno == ESRCH ? 0 : START_UNKNOWN;
 	n = fread(buf, 1, sizeof(buf) - 1, f);
 	fclose(f);
 	buf[n] = '\0';
-	if ((p = strrchr(buf, ')')) == NULL || p[1] != ' ' || strchr("ZXx", p[2]) != NULL)
+	if ((p = strrchr(buf, ')')) == NULL || p[1] != ' ' || p[2] == '\0')
+		return n == 0 ? 0 : START_UNKNOWN; /* empty: it went while we read */
+	if (strchr("Xx", p[2]) != NULL || (p[2] == 'Z' && !has_other_threads(pid)))
 		return 0; /* field 3, the state */
 	for (int field = 2; field < 22 && p != NULL; field++)
 		p = strchr(p + 1, ' ');
-	return p != NULL ? strtoull(p + 1, NULL, 10) : 0;
+	return p != NULL ? strtoull(p + 1, NULL, 10) : START_UNKNOWN;
+}
+
+/* Whether a process started at @started (start_time_of) is not the one of @h. */
+static bool gone(const struct ts_file_header *h, uint64_t started)
+{
+	return started == 0 ||
+	       (started != START_UNKNOWN && h->start_time != 0 && started != h->start_time);
 }
 
 /* Whether process @pid still has @path mapped (an exec drops it). */
@@ -318,7 +355,7 @@ static bool maps_file(int pid, const char *path)
 {
 	char maps[64], line[PATH_MAX + 256];
 	char real[PATH_MAX];
-	bool found = false;
+	bool found = false, any = false;
 	FILE *f;
 
 	if (realpath(path, real) == NULL)
@@ -327,11 +364,13 @@ static bool maps_file(int pid, const char *path)
 	if ((f = fopen(maps, "re")) == NULL)
 		return true; /* cannot tell: say it runs */
 	while (!found && fgets(line, sizeof(line), f) != NULL) {
+		any = true;
 		line[strcspn(line, "\n")] = '\0';
 		found = strstr(line, real) != NULL || strstr(line, path) != NULL;
 	}
 	fclose(f);
-	return found;
+	/* no mapping at all: the leader is a zombie whose threads run on (cannot tell) */
+	return found || !any;
 }
 
 enum state { RUNNING, EXITED, ENDED, EXECED };
@@ -359,7 +398,7 @@ static enum state state_of(const struct ts_file_header *h, const char *path)
 		return EXITED;
 	if (h->state == TS_EXECED)
 		return EXECED; /* marked by the next image */
-	if (started == 0 || (h->start_time != 0 && started != h->start_time))
+	if (gone(h, started))
 		return ENDED;
 	return maps_file(h->pid, path) ? RUNNING : EXECED;
 }
@@ -564,22 +603,36 @@ static struct row *parse_rows(char *text, bool has_rate, size_t *count)
 	return rows;
 }
 
-/* The width to fit, from --width, or the terminal's (0: not a terminal). */
+/* $COLUMNS when it is a width we can fit (40..10000, digits only), else 0. */
+static unsigned columns_variable(void)
+{
+	const char *columns = getenv("COLUMNS");
+	char *end;
+	long n;
+
+	if (columns == NULL || columns[0] < '0' || columns[0] > '9')
+		return 0;
+	n = strtol(columns, &end, 10);
+	return *end == '\0' && n >= 40 && n <= 10000 ? (unsigned)n : 0;
+}
+
+/*
+ * The width to fit: --width's; on a terminal, its width (else $COLUMNS, else
+ * 80); not on a terminal, $COLUMNS when set (a user who sets it, as in
+ * "COLUMNS=120 ticketspin report PID | less", asks for that width), else 0:
+ * the wide layout, the stable format for scripts and logs.
+ */
 static unsigned screen_width(const struct format *f)
 {
 	struct winsize ws;
-	const char *columns;
 
 	if (f->width != 0)
 		return f->width;
 	if (!isatty(STDOUT_FILENO))
-		return 0;
+		return columns_variable();
 	if (ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 0)
 		return ws.ws_col;
-	columns = getenv("COLUMNS");
-	if (columns != NULL && atoi(columns) >= 40 && atoi(columns) <= 10000)
-		return (unsigned)atoi(columns);
-	return 80;
+	return columns_variable() != 0 ? columns_variable() : 80;
 }
 
 /* The rows a terminal shows, or 0 when not a terminal (or unknown). */
@@ -1098,10 +1151,13 @@ static int cmd_list(void)
 		close(fd);
 		free(h);
 	}
-	if (shown == 0)
-		printf("%s: no statistics files of yours in %s%s/dev/shm\n", me,
-		       directories[0] != NULL ? directories[0] : "",
-		       directories[0] != NULL ? " or " : "");
+	/* none: status 1, "when there are no statistics" (usage()), as for a PID */
+	if (shown == 0) {
+		fprintf(stderr, "%s: no statistics files of yours in %s%s/dev/shm\n", me,
+		        directories[0] != NULL ? directories[0] : "",
+		        directories[0] != NULL ? " or " : "");
+		return 1;
+	}
 	return 0;
 }
 
@@ -1122,7 +1178,7 @@ static int cmd_clean(void)
 		if (pread(fd, h, sizeof(*h), 0) == (ssize_t)sizeof(*h) && h->magic == TS_FILE_MAGIC &&
 		    h->pid == files[i].pid) {
 			started = start_time_of(h->pid);
-			if (started == 0 || (h->start_time != 0 && started != h->start_time)) {
+			if (gone(h, started)) {
 				if (unlink(files[i].path) == 0) {
 					printf("removed %s (pid %d, no longer running)\n", files[i].path,
 					       h->pid);
@@ -1324,7 +1380,7 @@ static bool current_file(int pid, char *path, size_t size)
 			continue;
 		}
 		close(fd);
-		live = started != 0 && h->start_time == started && h->state == TS_RUNNING;
+		live = !gone(h, started) && h->state == TS_RUNNING;
 		if (!found || (live && !best_live) ||
 		    (live == best_live && h->created_ns >= best_created)) {
 			size_t len = strnlen(files[i].path, size - 1);
@@ -1406,8 +1462,28 @@ static int cmd_top(int argc, char **argv)
 		enum state state;
 		struct timespec ts;
 
-		if (open_file(path, pid, &fd, false) != 0)
-			return 1;
+		errno = 0;
+		if ((rc = open_file(path, pid, &fd, true)) != 0) {
+			/*
+			 * The file went: a normal exit removes it (without
+			 * TICKET_STATS_KEEP=1), between two screens.  That is
+			 * the end of watching, not an error: one line, status 0.
+			 */
+			if (rc == -2 && errno == ENOENT) {
+				restore_tty();
+				fflush(stdout);
+				printf("%s: pid %d exited (its statistics file is gone; "
+				       "TICKET_STATS_KEEP=1 keeps it)\n", me, pid);
+				free(h);
+				if (have_previous)
+					ts_report_free(&previous);
+				return 0;
+			}
+			rc = open_file(path, pid, &fd, false); /* again, saying why */
+			if (rc == 0)
+				close(fd);
+			return rc == -1 ? 3 : 1;
+		}
 		if (ts_report_read(fd, h, &report) != 0) {
 			fprintf(stderr, "%s: %s: %s\n", me, path,
 			        errno == EINVAL ? "not a statistics file of this version" : strerror(errno));
@@ -1469,7 +1545,8 @@ static void usage(void)
 {
 	printf("Usage: %s report [--top=N] [--wide|--csv|--width=N] [PID]...\n"
 	       "       %s report --clean\n"
-	       "       %s top [--once] [--top=N] [--interval=SECONDS] [--wide|--csv|--width=N] PID\n"
+	       "       %s top [--once] [--top=N] [--interval=SECONDS]\n"
+	       "                      [--wide|--csv|--width=N] PID\n"
 	       "Read the statistics that processes run with TICKET_STATS (ticketspin --stats)\n"
 	       "keep in a shared-memory file, named by pid, in $XDG_RUNTIME_DIR or /dev/shm.\n"
 	       "\n"
@@ -1479,17 +1556,23 @@ static void usage(void)
 	       "  report --clean remove the files of processes that no longer exist\n"
 	       "  top PID        the most contended locks of a running process, every second\n"
 	       "                 (--interval); q quits; --once prints one screen and exits\n"
-	       "  --top=N        how many locks to show (default: the process's TICKET_STATS_TOP)\n"
+	       "  --top=N        how many locks to show (default: the process's\n"
+	       "                 TICKET_STATS_TOP)\n"
 	       "  --wide         every column, as the report at exit (the default when the\n"
-	       "                 output is not a terminal: a stable format)\n"
+	       "                 output is not a terminal and COLUMNS is not set: a stable\n"
+	       "                 format)\n"
 	       "  --width=N      fit N columns, as on a terminal, where the default fits its\n"
 	       "                 width: lock, call site, contended, wait mean/p99/max, hold\n"
 	       "                 mean first, then more columns as they fit\n"
 	       "  --csv          every column as CSV, one header line, for scripts; top\n"
 	       "                 appends rows at each interval\n"
 	       "\n"
-	       "Only your own processes' statistics can be read.  Exit status: 0, 1 when there\n"
-	       "are no statistics, 2 for a bad option, 3 when they are another user's.\n",
+	       "Not on a terminal, $COLUMNS (if set) is the width to fit, as --width.\n"
+	       "\n"
+	       "Only your own processes' statistics can be read.  Exit status: 0 (top: also\n"
+	       "when the process exits while watched: one line says so), 1 when there are\n"
+	       "no statistics (report without PID: no files at all), 2 for a bad option,\n"
+	       "3 when they are another user's.\n",
 	       me, me, me);
 }
 
