@@ -20,6 +20,7 @@
 #include "fork.h"
 
 #include "active.h"
+#include "log.h"
 
 #include <pthread.h>
 #include <stdbool.h>
@@ -118,6 +119,7 @@ static void in_child(void)
 			empty_queue(lock);
 	}
 	ts_active_after_fork();
+	ts_note_pid(); /* the stall report's */
 }
 
 void ts_fork_init(void)

@@ -1,7 +1,10 @@
 /*
  * maps.h - which loaded object an address belongs to, read from
- * /proc/self/maps, for the reports made while a thread waits in line
- * (stall.c, misuse.c) and for naming call sites in the statistics (stats.c).
+ * /proc/self/maps, for the misuse report made while a thread waits in line
+ * (misuse.c) and for naming call sites in the statistics (stats.c).  Not for
+ * the stall report, which is on by default and makes no system call but its
+ * write (stall.c): these reads are open(), read() and process_vm_readv(),
+ * which a seccomp filter may forbid.
  *
  * Why not dladdr() or dl_iterate_phdr(): both take the dynamic loader's lock.
  * A thread that holds a ticket and waits for that lock deadlocks with a

@@ -14,11 +14,22 @@
  *       initialise a lock and contend for probe_lock once, then exit
  *   reliabilityprobe fork ROUNDS  ROUNDS forks while a thread waits in
  *       probe_lock's queue: the child must find the lock usable
+ *   reliabilityprobe seccomp HOLD_MS  under a seccomp filter that allows
+ *       only what a pthread program's locks need (futex, write, the clock,
+ *       sleeps, thread creation and exit) and kills the process on any other
+ *       system call, a thread waits HOLD_MS for probe_lock (run it with
+ *       TICKET_STALL_MS below HOLD_MS: the stall report must not kill it)
  *
  * stdout: "provider ...", then one line per step; exit status 0 when every
  * check held, 1 when one failed (or a step did not finish within 10 s), 2 usage.
  */
 #include <dlfcn.h>
+#include <linux/audit.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <stddef.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdbool.h>
@@ -261,12 +272,76 @@ static int mode_fork(long rounds)
 	return failures ? 1 : 0;
 }
 
+/* ---- seccomp -------------------------------------------------------------- */
+
+/* What glibc's threads and locks need; everything else kills the process. */
+static const int allowed_syscalls[] = {
+	SYS_futex, SYS_write, SYS_clock_gettime, SYS_gettimeofday, SYS_nanosleep,
+	SYS_clock_nanosleep, SYS_sched_yield, SYS_exit, SYS_exit_group, SYS_mmap,
+	SYS_munmap, SYS_mprotect, SYS_rt_sigprocmask, SYS_rt_sigreturn, SYS_madvise, SYS_brk,
+	SYS_getpid, SYS_gettid, SYS_tgkill, SYS_rseq, SYS_set_robust_list, SYS_clone,
+	SYS_clone3, SYS_restart_syscall,
+};
+
+static bool install_filter(void)
+{
+	enum { N = sizeof(allowed_syscalls) / sizeof(allowed_syscalls[0]) };
+	struct sock_filter prog[4 + 2 * N + 1];
+	struct sock_fprog fprog = { .len = 0, .filter = prog };
+	unsigned short n = 0;
+
+	prog[n++] = (struct sock_filter)BPF_STMT(BPF_LD | BPF_W | BPF_ABS,
+	                                         offsetof(struct seccomp_data, arch));
+	prog[n++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, AUDIT_ARCH_X86_64, 1, 0);
+	prog[n++] = (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_KILL_PROCESS);
+	prog[n++] = (struct sock_filter)BPF_STMT(BPF_LD | BPF_W | BPF_ABS,
+	                                         offsetof(struct seccomp_data, nr));
+	for (int i = 0; i < N; i++) {
+		prog[n++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K,
+		                                         (unsigned)allowed_syscalls[i], 0, 1);
+		prog[n++] = (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW);
+	}
+	prog[n++] = (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_KILL_PROCESS);
+	fprog.len = n;
+	return prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == 0 &&
+	       prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &fprog) == 0;
+}
+
+/*
+ * The lock is held for @hold_ms while a thread waits for it, all under the
+ * filter (which this thread and the threads it creates inherit): the stall
+ * report comes in that time, and a system call it makes beyond the list
+ * kills the process (status 128 + SIGSYS).
+ */
+static int mode_seccomp(long hold_ms)
+{
+	pthread_t t;
+
+	pthread_spin_init(&probe_lock, PTHREAD_PROCESS_PRIVATE);
+	pthread_spin_lock(&probe_lock);
+	if (!install_filter()) {
+		printf("FAILED: cannot install the seccomp filter\n");
+		return 1;
+	}
+	printf("seccomp: filter installed\n");
+	step = "the waiter under the filter";
+	pthread_create(&t, NULL, line_waiter, NULL);
+	CHECK(wait_for_line(2), "the thread never queued");
+	sleep_ms(hold_ms);
+	pthread_spin_unlock(&probe_lock);
+	pthread_join(t, NULL);
+	printf("seccomp: the waiter %s\n", waiter_got_lock ? "got the lock" : "never got the lock");
+	CHECK(waiter_got_lock, "the waiter never got the lock");
+	return failures ? 1 : 0;
+}
+
 int main(int argc, char **argv)
 {
 	pthread_t dog;
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	printf("provider %s\n", provider_of("pthread_spin_lock"));
+	printf("probe_lock %p\n", (void *)&probe_lock);
 	pthread_create(&dog, NULL, watchdog, NULL);
 	if (argc == 3 && strcmp(argv[1], "cancel") == 0)
 		return mode_cancel(atol(argv[2]));
@@ -276,7 +351,9 @@ int main(int argc, char **argv)
 		return mode_dlopen(argv[2], atol(argv[3]));
 	if (argc == 3 && strcmp(argv[1], "fork") == 0)
 		return mode_fork(atol(argv[2]));
+	if (argc == 3 && strcmp(argv[1], "seccomp") == 0)
+		return mode_seccomp(atol(argv[2]));
 	fprintf(stderr, "usage: reliabilityprobe cancel HOLD_MS | dlopen LIB HOLD_MS | churn PAIRS"
-	                " | fork ROUNDS\n");
+	                " | fork ROUNDS | seccomp HOLD_MS\n");
 	return 2;
 }
