@@ -241,6 +241,48 @@ Test(fork, a_waiter_at_fork_leaves_no_ticket_in_the_child_strict_fifo)
 }
 
 /*
+ * Issue 40, item 3: the fork repair leaves a word in MAP_SHARED memory
+ * alone, even of a PTHREAD_PROCESS_PRIVATE lock: the parent's threads wait
+ * in that queue (emptied by a child, they were stuck for good in strict
+ * FIFO, and left ghost tickets in the word by default).  Ten rounds of
+ * four contenders and twenty forks, in each mode.
+ */
+static void forkshared_rounds(const char *const *env)
+{
+	struct probe_result r;
+
+	probe_run(&r, env, (const char *const[]){ RELIABILITYPROBE, "forkshared", "10", NULL }, 60);
+	assert_probe_provider(&r);
+	cr_assert_eq(r.status, 0, "status %d\n%s%s", r.status, r.out, r.err);
+	cr_assert(strstr(r.out, "forkshared: 10 rounds") != NULL, "%s", r.out);
+}
+
+Test(fork, a_private_lock_in_shared_memory_is_not_repaired_by_a_child)
+{
+	forkshared_rounds((const char *const[]){ "TICKET_STALL_MS=", NULL });
+}
+
+Test(fork, a_private_lock_in_shared_memory_is_not_repaired_by_a_child_strict_fifo)
+{
+	forkshared_rounds((const char *const[]){ "TICKET_STALL_MS=", "TICKET_QUEUE=0", NULL });
+}
+
+/*
+ * Issue 40, item 4: a lock in MADV_DONTFORK memory, waited for at fork: the
+ * child does not have it, and its repair must not touch it (children died
+ * of SIGSEGV).
+ */
+Test(fork, a_waited_lock_in_dontfork_memory_does_not_crash_the_child)
+{
+	struct probe_result r;
+
+	probe_run(&r, NULL, (const char *const[]){ RELIABILITYPROBE, "dontfork", "20", NULL }, 60);
+	assert_probe_provider(&r);
+	cr_assert_eq(r.status, 0, "status %d\n%s%s", r.status, r.out, r.err);
+	cr_assert(strstr(r.out, "dontfork: 20 rounds") != NULL, "%s", r.out);
+}
+
+/*
  * Issue 18 item 10: glibc's unlocked word (1) is a free lock: trylock takes
  * it (it returned EBUSY forever), and destroy of such a word reports
  * nothing (it reported "4294967295 threads waiting").
