@@ -16,10 +16,29 @@
  *
  * A thread beyond the table's size waits unnoted: its lock is not repaired
  * in a child (rare: as many threads queueing in one process).
+ *
+ * The repair writes only words the child owns (issue 40, items 3 and 4):
+ *  - not a word in MAP_SHARED memory, even of a lock initialised
+ *    PTHREAD_PROCESS_PRIVATE (POSIX allows it there, and a real program,
+ *    libfabric's, keeps one so): the parent's threads still wait in that
+ *    queue, and emptying it left them stuck for good;
+ *  - not a word the child does not have: MADV_DONTFORK memory, or a file
+ *    mapping unmapped meanwhile; the child died of SIGSEGV there.
+ * So when the table names a lock (rare: a thread was waiting at the fork),
+ * the child reads /proc/self/maps (maps.c: raw open and read, a stack
+ * buffer, async-signal-safe, as a child handler of pthread_atfork must be
+ * in a multithreaded parent) and repairs only the words in its writable
+ * private mappings.  A fork with no waiter reads nothing.  If the file
+ * cannot be read (no /proc, a seccomp filter), nothing is repaired: a
+ * ghost ticket costs the child the slow path by default, or hangs its
+ * strict FIFO locks, but a repaired word the child does not own would
+ * crash it or hang the parent.
  */
 #include "fork.h"
 
 #include "active.h"
+#include "log.h"
+#include "maps.h"
 
 #include <pthread.h>
 #include <stdbool.h>
@@ -102,10 +121,28 @@ static void empty_queue(ts_word_t *lock)
 	                                      __ATOMIC_RELAXED));
 }
 
+/*
+ * The child's repair list: the distinct locks the table names.  Static, not
+ * on the forking thread's stack, which may be small: the child has only one
+ * thread, and no other fork handler of ours runs meanwhile.
+ */
+static ts_word_t *to_repair[TS_FORK_ENTRIES];
+static bool owned[TS_FORK_ENTRIES];
+
+static size_t note_for_repair(size_t n, ts_word_t *lock)
+{
+	for (size_t k = 0; k < n; k++)
+		if (to_repair[k] == lock)
+			return n;
+	to_repair[n] = lock;
+	return n + 1;
+}
+
 /* In the child: the only thread left is the one that forked. */
 static void in_child(void)
 {
 	uint32_t used = __atomic_load_n(&entries_used, __ATOMIC_ACQUIRE);
+	size_t n = 0;
 
 	for (uint32_t i = 0; i < used; i++) {
 		ts_word_t *lock = entries[i].queued_for;
@@ -115,9 +152,16 @@ static void in_child(void)
 		entries[i].queued_for = NULL;
 		entries[i].claimed = 0;
 		if (lock != NULL)
-			empty_queue(lock);
+			n = note_for_repair(n, lock);
+	}
+	/* Only words of the child's own memory (see above); none if the maps are unreadable. */
+	if (n > 0 && ts_maps_words_private(to_repair, n, owned)) {
+		for (size_t k = 0; k < n; k++)
+			if (owned[k])
+				empty_queue(to_repair[k]);
 	}
 	ts_active_after_fork();
+	ts_note_pid(); /* the stall report's */
 }
 
 void ts_fork_init(void)

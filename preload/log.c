@@ -56,6 +56,18 @@ void ts_describe_address(char *buf, size_t size, const void *address)
 		         (unsigned long)((const char *)address - (const char *)info.dli_fbase));
 }
 
+static int noted_pid;
+
+void ts_note_pid(void)
+{
+	__atomic_store_n(&noted_pid, (int)getpid(), __ATOMIC_RELAXED);
+}
+
+int ts_pid(void)
+{
+	return __atomic_load_n(&noted_pid, __ATOMIC_RELAXED);
+}
+
 int64_t ts_coarse_seconds(void)
 {
 	struct timespec ts;

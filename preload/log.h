@@ -45,6 +45,15 @@ struct ts_rate_limit {
 bool ts_rate_allows(struct ts_rate_limit *limit, uint64_t *skipped);
 void ts_suppressed_note(char *buf, size_t size, uint64_t skipped);
 
+/*
+ * The process id, for the reports made in line, which make no system call
+ * but their write (stall.c): noted by the library's constructor and by the
+ * child's fork handler (ts_note_pid(), which calls getpid(), an
+ * async-signal-safe call).  0 before the constructor has run.
+ */
+void ts_note_pid(void);
+int ts_pid(void);
+
 /* CLOCK_MONOTONIC_COARSE seconds (0 if unavailable). */
 int64_t ts_coarse_seconds(void);
 

@@ -24,6 +24,8 @@ struct line {
 	uint64_t start, end, offset;
 	const char *path; /* NULL: anonymous or a pseudo-file ([heap], [stack]) */
 	size_t path_len;
+	bool writable;    /* perms "rw.." */
+	bool shared;      /* perms "...s": MAP_SHARED */
 };
 
 static const char *parse_hex(const char *p, const char *end, uint64_t *out)
@@ -62,6 +64,10 @@ static bool parse_line(const char *p, const char *end, struct line *l)
 	    (p = parse_hex(p + 1, end, &l->end)) == NULL)
 		return false;
 	p = skip_field(p, end); /* to perms */
+	if (end - p < 4)
+		return false;
+	l->writable = p[1] == 'w';
+	l->shared = p[3] == 's';
 	p = skip_field(p, end); /* to offset */
 	if ((p = parse_hex(p, end, &l->offset)) == NULL)
 		return false;
@@ -76,9 +82,11 @@ static bool parse_line(const char *p, const char *end, struct line *l)
 
 /*
  * Calls @fn for each line; stops when it returns false.  The line's path
- * points into a buffer reused for the next line.
+ * points into a buffer reused for the next line.  False if the file could
+ * not be opened.  Raw system calls, a stack buffer, and string functions
+ * that POSIX lists as async-signal-safe: a fork's child handler may call it.
  */
-static void each_line(bool (*fn)(const struct line *l, void *arg), void *arg)
+static bool each_line(bool (*fn)(const struct line *l, void *arg), void *arg)
 {
 	char buf[4096];
 	size_t used = 0;
@@ -86,7 +94,7 @@ static void each_line(bool (*fn)(const struct line *l, void *arg), void *arg)
 	long fd = syscall(SYS_openat, AT_FDCWD, "/proc/self/maps", O_RDONLY | O_CLOEXEC);
 
 	if (fd < 0)
-		return;
+		return false;
 	for (;;) {
 		long n = syscall(SYS_read, (int)fd, buf + used, sizeof(buf) - used);
 		char *p, *nl;
@@ -102,7 +110,7 @@ static void each_line(bool (*fn)(const struct line *l, void *arg), void *arg)
 
 			if (!skipping && parse_line(p, nl, &l) && !fn(&l, arg)) {
 				syscall(SYS_close, (int)fd);
-				return;
+				return true;
 			}
 			skipping = false;
 			p = nl + 1;
@@ -115,6 +123,7 @@ static void each_line(bool (*fn)(const struct line *l, void *arg), void *arg)
 		}
 	}
 	syscall(SYS_close, (int)fd);
+	return true;
 }
 
 /* The object being assembled from consecutive lines with one path. */
@@ -213,6 +222,35 @@ void ts_maps_each(void (*fn)(const struct ts_mapping *m, void *arg), void *arg)
 	w.out = &unused;
 	each_line(walk_line, &w);
 	close_object(&w);
+}
+
+struct private_check {
+	ts_word_t *const *words;
+	size_t n;
+	bool *ours;
+};
+
+static bool check_line(const struct line *l, void *arg)
+{
+	struct private_check *c = arg;
+
+	for (size_t i = 0; i < c->n; i++) {
+		uint64_t a = (uint64_t)(uintptr_t)c->words[i];
+
+		/* the whole word in the line: a word is 4-aligned, a line page-aligned */
+		if (l->start <= a && a + sizeof(ts_word_t) <= l->end)
+			c->ours[i] = l->writable && !l->shared;
+	}
+	return true;
+}
+
+bool ts_maps_words_private(ts_word_t *const *words, size_t n, bool *ours)
+{
+	struct private_check c = { words, n, ours };
+
+	for (size_t i = 0; i < n; i++)
+		ours[i] = false;
+	return each_line(check_line, &c);
 }
 
 #if __SIZEOF_POINTER__ == 8

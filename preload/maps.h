@@ -1,7 +1,11 @@
 /*
  * maps.h - which loaded object an address belongs to, read from
- * /proc/self/maps, for the reports made while a thread waits in line
- * (stall.c, misuse.c) and for naming call sites in the statistics (stats.c).
+ * /proc/self/maps, for the misuse report made while a thread waits in line
+ * (misuse.c) and for naming call sites in the statistics (stats.c).  Not for
+ * the stall report, which is on by default and makes no system call but its
+ * write (stall.c): these reads are open(), read() and process_vm_readv(),
+ * which a seccomp filter may forbid.  And for the fork repair (fork.c):
+ * which lock words the child owns.
  *
  * Why not dladdr() or dl_iterate_phdr(): both take the dynamic loader's lock.
  * A thread that holds a ticket and waits for that lock deadlocks with a
@@ -19,6 +23,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+
+#include "ticket_lock.h"
 
 struct ts_mapping {
 	uint64_t base;       /* start of the object's mapping at file offset 0 (0: none seen) */
@@ -47,5 +53,15 @@ void ts_maps_each(void (*fn)(const struct ts_mapping *m, void *arg), void *arg);
  * for memory no file backs.  Takes no lock, makes no cancellation point.
  */
 void ts_maps_describe(char *buf, size_t size, const void *address);
+
+/*
+ * For each of the @n lock words @words, @ours[i]: the word lies in a
+ * writable private mapping of this process (mapped, and not MAP_SHARED).
+ * False for every word not mapped (MADV_DONTFORK memory in a fork's child),
+ * shared, or read-only, and for all when /proc/self/maps cannot be read (the
+ * return value).  Raw open, read and close, a stack buffer, no lock, no
+ * allocation: async-signal-safe, for a fork's child handler.  O(n x lines).
+ */
+bool ts_maps_words_private(ts_word_t *const *words, size_t n, bool *ours);
 
 #endif

@@ -375,9 +375,45 @@ static bool try_steal(const struct ts_config *cfg, ts_word_t *lock, uint32_t *wo
 	return false;
 }
 
+/*
+ * @word as a trylock takes it: as stolen() would, but past any queue, the
+ * bound included (pthread_spin_trylock() may fail only while the lock is
+ * held, whatever the queue: POSIX).  A watching head is still counted, up to
+ * what the field holds: the count saturates at TS_BYPASS_MAX (I3), so that
+ * a trylock past a head at the bound neither wraps it into a small count
+ * (which would let stealers past again) nor carries into TS_WATCHING.
+ */
+static uint32_t trylocked(uint32_t word)
+{
+	if ((word & TS_WATCHING) && ts_bypass(word) >= TS_BYPASS_MAX)
+		return (word & ~TS_LOCK_BYTE) | TS_LOCKED;
+	return stolen(word);
+}
+
+/*
+ * Takes the lock whenever it is free, even where a thread that draws tickets
+ * would queue (the bound, strict FIFO, a process-shared lock, a head that
+ * does not run): a trylock never waits, so it cannot wait its turn, and
+ * failing on a free lock livelocks a caller that trylocks in a loop (one at
+ * a higher priority on the head's CPU, the head never runs).  The head
+ * bypassed this way is bypassed by its caller's choice, as with glibc.
+ */
 bool ts_trylock_slow(ts_word_t *lock, uint32_t seen)
 {
-	return try_steal(ts_config(), lock, &seen);
+	const struct ts_config *cfg = ts_config();
+
+	while (!ts_is_held(seen)) {
+		uint32_t before = seen;
+
+		/* ACQUIRE pairs with the RELEASE store in ts_unlock(). */
+		if (__atomic_compare_exchange_n(lock, &seen, trylocked(seen), false,
+		                                __ATOMIC_ACQUIRE, __ATOMIC_RELAXED)) {
+			if (may_steal(cfg, before))
+				turn_count_steal(cfg, lock, before);
+			return true;
+		}
+	}
+	return false;
 }
 
 /*

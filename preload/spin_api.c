@@ -11,6 +11,7 @@
 #include <pthread.h>
 
 #include "fork.h"
+#include "log.h"
 #include "misuse.h"
 #include "options.h"
 #include "stats.h"
@@ -87,6 +88,7 @@ TS_EXPORT int pthread_spin_unlock(pthread_spinlock_t *lock)
  * early and TICKET_VERBOSE=1 reports even when no lock is ever contended. */
 __attribute__((constructor)) static void ticketspin_init(void)
 {
+	ts_note_pid(); /* for the stall report, which makes no system call to learn it */
 	ts_fork_init(); /* a child must not inherit the queues of threads it has not */
 	if (ts_config()->stats != NULL)
 		ts_stats_start(); /* the statistics file exists from the start, for ticketspin top */

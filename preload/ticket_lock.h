@@ -82,8 +82,12 @@
  *     queue is head == next == 0: whoever empties it sets both to 0, so that
  *     an idle lock is the all-zero word the fast path expects.
  *  I3 while TS_WATCHING is set, bypass counts the acquisitions by other than
- *     the head (critical sections entered, not exchanges given back), and no
- *     steal makes it exceed TICKET_BYPASS.  TS_WATCHING is set only by the
+ *     the head (critical sections entered, not exchanges given back),
+ *     saturating at TS_BYPASS_MAX, and no steal makes it exceed
+ *     TICKET_BYPASS.  A trylock may (it takes any free lock: POSIX lets it
+ *     fail only while the lock is held, and it cannot wait its turn); it
+ *     counts itself up to TS_BYPASS_MAX and no further, so the field never
+ *     wraps or carries into TS_WATCHING.  TS_WATCHING is set only by the
  *     head, and cleared by the head's own acquisition, by the head before it
  *     sleeps, and by a waiter that takes the lock because the watching head
  *     left it free for TS_ESCAPE_NS.
@@ -229,10 +233,16 @@ static inline void ts_lock(ts_word_t *lock, const void *caller)
 	ts_lock_slow(lock, was, caller);
 }
 
-/* Out of line: trylock of a word that is not all zero. */
+/*
+ * Out of line: trylock of a word that is not all zero, @seen.  Takes the
+ * lock if it is free, whatever the queue (I3); false only if it is held.
+ */
 bool ts_trylock_slow(ts_word_t *lock, uint32_t seen);
 
-/* Returns true when the lock was taken; never waits, never takes a ticket. */
+/*
+ * Returns true when the lock was taken, false only while someone holds it;
+ * never waits, never takes a ticket.  One compare-and-swap when idle.
+ */
 static inline bool ts_trylock(ts_word_t *lock)
 {
 	uint32_t seen = 0;

@@ -14,11 +14,29 @@
  *       initialise a lock and contend for probe_lock once, then exit
  *   reliabilityprobe fork ROUNDS  ROUNDS forks while a thread waits in
  *       probe_lock's queue: the child must find the lock usable
+ *   reliabilityprobe forkshared ROUNDS  ROUNDS times, four threads contend
+ *       for a PTHREAD_PROCESS_PRIVATE lock in MAP_SHARED memory while
+ *       another forks 20 times (the children exit at once): every thread
+ *       must finish (the child's fork repair must leave the word alone)
+ *   reliabilityprobe dontfork ROUNDS  ROUNDS forks while a thread waits for
+ *       a lock in MADV_DONTFORK memory: no child may crash
+ *   reliabilityprobe seccomp HOLD_MS  under a seccomp filter that allows
+ *       only what a pthread program's locks need (futex, write, the clock,
+ *       sleeps, thread creation and exit) and kills the process on any other
+ *       system call, a thread waits HOLD_MS for probe_lock (run it with
+ *       TICKET_STALL_MS below HOLD_MS: the stall report must not kill it)
  *
  * stdout: "provider ...", then one line per step; exit status 0 when every
  * check held, 1 when one failed (or a step did not finish within 10 s), 2 usage.
  */
 #include <dlfcn.h>
+#include <linux/audit.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <stddef.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdbool.h>
@@ -261,12 +279,217 @@ static int mode_fork(long rounds)
 	return failures ? 1 : 0;
 }
 
+/* ---- forkshared, dontfork ---------------------------------------------------- */
+
+#define SHARED_THREADS 4
+#define SHARED_FORKS 20
+
+static pthread_spinlock_t *shared_lock;
+static uint64_t shared_counter; /* under *shared_lock */
+static uint64_t shared_made[SHARED_THREADS];
+static volatile int forks_done;
+
+/* Takes the lock until the forks are done: each fork finds waiters in line, most of the time. */
+static void *contender(void *arg)
+{
+	uint64_t *made = arg;
+
+	*made = 0;
+	while (!forks_done || *made < 1000) {
+		pthread_spin_lock(shared_lock);
+		shared_counter++;
+		pthread_spin_unlock(shared_lock);
+		(*made)++;
+	}
+	return NULL;
+}
+
+/* Forks SHARED_FORKS times; the children exit at once. */
+static long fork_while_they_contend(void)
+{
+	long forks = 0;
+
+	while (forks < SHARED_FORKS) {
+		pid_t child = fork();
+		int status;
+
+		if (child == 0)
+			_exit(0);
+		if (child < 0)
+			break;
+		waitpid(child, &status, 0);
+		CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0, "a child %s",
+		      WIFEXITED(status) ? "failed" : "crashed");
+		forks++;
+	}
+	return forks;
+}
+
+/*
+ * A PTHREAD_PROCESS_PRIVATE lock in MAP_SHARED memory (POSIX allows it):
+ * the parent's waiters are in its queue at each fork, and the children must
+ * not empty it (the parent's threads were stuck for good).  The watchdog
+ * names the round that hangs.
+ */
+static int mode_forkshared(long rounds)
+{
+	static char what[64];
+
+	for (long r = 0; r < rounds; r++) {
+		pthread_t t[SHARED_THREADS];
+		long forks;
+
+		shared_lock = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS,
+		                   -1, 0);
+		CHECK(shared_lock != MAP_FAILED, "mmap");
+		if (shared_lock == MAP_FAILED)
+			return 1;
+		pthread_spin_init(shared_lock, PTHREAD_PROCESS_PRIVATE);
+		uint64_t sum = 0;
+
+		shared_counter = 0;
+		forks_done = 0;
+		snprintf(what, sizeof(what), "round %ld: the contenders", r);
+		step = what;
+		for (int k = 0; k < SHARED_THREADS; k++)
+			pthread_create(&t[k], NULL, contender, &shared_made[k]);
+		forks = fork_while_they_contend();
+		forks_done = 1;
+		for (int k = 0; k < SHARED_THREADS; k++) {
+			pthread_join(t[k], NULL);
+			sum += shared_made[k];
+		}
+		CHECK(shared_counter == sum, "round %ld: counter %llu, acquisitions %llu", r,
+		      (unsigned long long)shared_counter, (unsigned long long)sum);
+		CHECK(*(volatile uint32_t *)shared_lock == 0, "round %ld: word %#x left", r,
+		      *(volatile uint32_t *)shared_lock);
+		printf("forkshared: round %ld, %ld forks\n", r, forks);
+		munmap((void *)shared_lock, 4096);
+		if (failures)
+			break;
+	}
+	printf("forkshared: %ld rounds\n", rounds);
+	return failures ? 1 : 0;
+}
+
+static void *wait_for_shared_lock(void *arg)
+{
+	(void)arg;
+	pthread_spin_lock(shared_lock);
+	pthread_spin_unlock(shared_lock);
+	return NULL;
+}
+
+/*
+ * A lock in MADV_DONTFORK memory, waited for at each fork: the child does
+ * not have the page, and its fork repair must not touch it (it died of
+ * SIGSEGV).
+ */
+static int mode_dontfork(long rounds)
+{
+	shared_lock = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	CHECK(shared_lock != MAP_FAILED, "mmap");
+	if (shared_lock == MAP_FAILED)
+		return 1;
+	CHECK(madvise((void *)shared_lock, 4096, MADV_DONTFORK) == 0, "madvise");
+	pthread_spin_init(shared_lock, PTHREAD_PROCESS_PRIVATE);
+	for (long r = 0; r < rounds; r++) {
+		pthread_t waiter;
+		int status;
+		pid_t child;
+
+		step = "a waiter queues";
+		pthread_spin_lock(shared_lock);
+		pthread_create(&waiter, NULL, wait_for_shared_lock, NULL);
+		while (ts_queued(__atomic_load_n((uint32_t *)shared_lock, __ATOMIC_ACQUIRE)) < 1)
+			sched_yield();
+		child = fork();
+		if (child == 0)
+			_exit(0);
+		pthread_spin_unlock(shared_lock);
+		pthread_join(waiter, NULL);
+		step = "the child";
+		waitpid(child, &status, 0);
+		CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0, "round %ld: the child %s%s", r,
+		      WIFEXITED(status) ? "failed" : "was killed by ",
+		      WIFEXITED(status) ? "" : strsignal(WTERMSIG(status)));
+		if (failures)
+			break;
+	}
+	printf("dontfork: %ld rounds\n", rounds);
+	return failures ? 1 : 0;
+}
+
+/* ---- seccomp -------------------------------------------------------------- */
+
+/* What glibc's threads and locks need; everything else kills the process. */
+static const int allowed_syscalls[] = {
+	SYS_futex, SYS_write, SYS_clock_gettime, SYS_gettimeofday, SYS_nanosleep,
+	SYS_clock_nanosleep, SYS_sched_yield, SYS_exit, SYS_exit_group, SYS_mmap,
+	SYS_munmap, SYS_mprotect, SYS_rt_sigprocmask, SYS_rt_sigreturn, SYS_madvise, SYS_brk,
+	SYS_getpid, SYS_gettid, SYS_tgkill, SYS_rseq, SYS_set_robust_list, SYS_clone,
+	SYS_clone3, SYS_restart_syscall,
+};
+
+static bool install_filter(void)
+{
+	enum { N = sizeof(allowed_syscalls) / sizeof(allowed_syscalls[0]) };
+	struct sock_filter prog[4 + 2 * N + 1];
+	struct sock_fprog fprog = { .len = 0, .filter = prog };
+	unsigned short n = 0;
+
+	prog[n++] = (struct sock_filter)BPF_STMT(BPF_LD | BPF_W | BPF_ABS,
+	                                         offsetof(struct seccomp_data, arch));
+	prog[n++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, AUDIT_ARCH_X86_64, 1, 0);
+	prog[n++] = (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_KILL_PROCESS);
+	prog[n++] = (struct sock_filter)BPF_STMT(BPF_LD | BPF_W | BPF_ABS,
+	                                         offsetof(struct seccomp_data, nr));
+	for (int i = 0; i < N; i++) {
+		prog[n++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K,
+		                                         (unsigned)allowed_syscalls[i], 0, 1);
+		prog[n++] = (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW);
+	}
+	prog[n++] = (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_KILL_PROCESS);
+	fprog.len = n;
+	return prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == 0 &&
+	       prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &fprog) == 0;
+}
+
+/*
+ * The lock is held for @hold_ms while a thread waits for it, all under the
+ * filter (which this thread and the threads it creates inherit): the stall
+ * report comes in that time, and a system call it makes beyond the list
+ * kills the process (status 128 + SIGSYS).
+ */
+static int mode_seccomp(long hold_ms)
+{
+	pthread_t t;
+
+	pthread_spin_init(&probe_lock, PTHREAD_PROCESS_PRIVATE);
+	pthread_spin_lock(&probe_lock);
+	if (!install_filter()) {
+		printf("FAILED: cannot install the seccomp filter\n");
+		return 1;
+	}
+	printf("seccomp: filter installed\n");
+	step = "the waiter under the filter";
+	pthread_create(&t, NULL, line_waiter, NULL);
+	CHECK(wait_for_line(2), "the thread never queued");
+	sleep_ms(hold_ms);
+	pthread_spin_unlock(&probe_lock);
+	pthread_join(t, NULL);
+	printf("seccomp: the waiter %s\n", waiter_got_lock ? "got the lock" : "never got the lock");
+	CHECK(waiter_got_lock, "the waiter never got the lock");
+	return failures ? 1 : 0;
+}
+
 int main(int argc, char **argv)
 {
 	pthread_t dog;
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	printf("provider %s\n", provider_of("pthread_spin_lock"));
+	printf("probe_lock %p\n", (void *)&probe_lock);
 	pthread_create(&dog, NULL, watchdog, NULL);
 	if (argc == 3 && strcmp(argv[1], "cancel") == 0)
 		return mode_cancel(atol(argv[2]));
@@ -276,7 +499,14 @@ int main(int argc, char **argv)
 		return mode_dlopen(argv[2], atol(argv[3]));
 	if (argc == 3 && strcmp(argv[1], "fork") == 0)
 		return mode_fork(atol(argv[2]));
+	if (argc == 3 && strcmp(argv[1], "forkshared") == 0)
+		return mode_forkshared(atol(argv[2]));
+	if (argc == 3 && strcmp(argv[1], "dontfork") == 0)
+		return mode_dontfork(atol(argv[2]));
+	if (argc == 3 && strcmp(argv[1], "seccomp") == 0)
+		return mode_seccomp(atol(argv[2]));
 	fprintf(stderr, "usage: reliabilityprobe cancel HOLD_MS | dlopen LIB HOLD_MS | churn PAIRS"
-	                " | fork ROUNDS\n");
+	                " | fork ROUNDS | forkshared ROUNDS | dontfork ROUNDS"
+	                " | seccomp HOLD_MS\n");
 	return 2;
 }

@@ -24,12 +24,15 @@
  *    TS_DOZE_MAX_BYPASSED times; at most TS_DOZES_MAX times, then it
  *    queues; not behind a watching head, not before any head has watched,
  *    not after a head bypassed that often, not with TICKET_DOZE_US=0.
- * And strict FIFO (TICKET_QUEUE=0) steals nothing.
+ * And strict FIFO (TICKET_QUEUE=0) steals nothing; pthread_spin_trylock() takes
+ * a free lock whatever the queue (a watching head at the bound, strict FIFO,
+ * a head asleep or stopped), and fails only while the lock is held.
  */
 #include <criterion/criterion.h>
 #include <inttypes.h>
 #include <pthread.h>
 #include <sched.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
@@ -650,14 +653,121 @@ Test(bypass, a_watching_head_is_never_bypassed_past_the_bound, .timeout = 10)
 	cr_assert_gt(watched, 0, "the head never watched while we held the lock");
 }
 
-Test(bypass, strict_fifo_never_steals, .timeout = 10)
+/*
+ * pthread_spin_trylock() fails only while the lock is held (POSIX; issue 40,
+ * item 5): a trylock draws no ticket and never waits, so it takes a free
+ * lock past any queue.  Each case below found EBUSY on a free lock before.
+ */
+static void trylock_takes_the_free_lock_of(uint32_t queue)
+{
+	__atomic_store_n(&word, queue, __ATOMIC_RELAXED);
+	cr_assert(ts_trylock(&word), "trylock failed on a free lock: word %#x", queue);
+	cr_assert(ts_is_held(word), "word %#x", word);
+	cr_assert_eq(ts_queued(word), ts_queued(queue), "the queue changed: word %#x", word);
+	cr_assert(!ts_trylock(&word), "a held lock taken twice: word %#x", word);
+	cr_assert(ts_unlock(&word));
+}
+
+Test(bypass, strict_fifo_trylock_takes_a_free_lock_past_the_queue, .timeout = 10)
 {
 	setenv("TICKET_QUEUE", "0", 1);
 	cr_assert_eq(ts_config()->bypass_max, 0u);
-	/* a free lock with a queue: strict FIFO queues behind it */
-	__atomic_store_n(&word, TS_NEXT_ONE, __ATOMIC_RELAXED);
-	cr_assert(!ts_trylock(&word), "trylock stole: word %#x", word);
-	cr_assert_eq(word, TS_NEXT_ONE);
+	trylock_takes_the_free_lock_of(TS_NEXT_ONE);
+	/* a head asleep, its wake-up due at the next unlock */
+	trylock_takes_the_free_lock_of(TS_NEXT_ONE | TS_SLEEPERS | TS_WAKE_HEAD);
+	/* process-shared: always strict FIFO */
+	trylock_takes_the_free_lock_of(TS_SHARED | (2u << TS_NEXT_SHIFT));
+}
+
+Test(bypass, trylock_takes_a_free_lock_past_a_watching_head_at_the_bound, .timeout = 10)
+{
+	bypass("5");
+	cr_assert_eq(ts_config()->bypass_max, 5u);
+	trylock_takes_the_free_lock_of(ghost_watching_head() | (5u << TS_BYPASS_SHIFT));
+}
+
+/*
+ * A loop of trylocks past a head that watches and never runs (here, a ghost
+ * ticket; in the issue, a head stopped in a signal handler, or one a
+ * SCHED_FIFO trylocker keeps off its CPU) makes progress at every call.  The
+ * bypass count goes on counting while the field holds it and saturates at
+ * TS_BYPASS_MAX, at TICKET_BYPASS=63 too: it never wraps to a count that
+ * lets stealers past again, nor carries into TS_WATCHING.
+ */
+static void trylocks_make_progress_past_a_ghost_head(const char *bound)
+{
+	bypass(bound);
+	__atomic_store_n(&word, ghost_watching_head(), __ATOMIC_RELAXED);
+	for (uint32_t k = 1; k <= 1000; k++) {
+		cr_assert(ts_trylock(&word), "trylock %u failed on a free lock: word %#x", k, word);
+		cr_assert(word & TS_WATCHING, "trylock %u: word %#x", k, word);
+		cr_assert_eq(ts_bypass(word), k < TS_BYPASS_MAX ? k : TS_BYPASS_MAX,
+		             "trylock %u: word %#x", k, word);
+		cr_assert_eq(ts_queued(word), 1, "trylock %u: word %#x", k, word);
+		cr_assert(ts_unlock(&word));
+	}
+}
+
+Test(bypass, trylocks_in_a_loop_make_progress_past_a_head_that_does_not_run, .timeout = 10)
+{
+	trylocks_make_progress_past_a_ghost_head("5");
+}
+
+Test(bypass, trylock_saturates_the_bypass_count_at_the_largest_bound, .timeout = 10)
+{
+	trylocks_make_progress_past_a_ghost_head("63");
+	cr_assert_eq(ts_config()->bypass_max, TS_BYPASS_MAX);
+}
+
+/*
+ * A real head, running and watching, then stopped in a signal handler for
+ * the rest of the test: our trylocks on the free lock succeed at once.
+ */
+static volatile int head_stopped;
+static volatile int head_may_go;
+
+static void stop_here(int sig)
+{
+	(void)sig;
+	head_stopped = 1;
+	while (!head_may_go)
+		usleep(1000);
+}
+
+Test(bypass, trylock_takes_a_free_lock_while_the_watching_head_is_in_a_signal_handler,
+     .timeout = 10)
+{
+	struct arrival head = { 0 };
+	uint64_t start = ts_now_ns();
+	uint32_t seen;
+
+	heads_spin(); /* the head watches; it does not sleep */
+	bypass("5");
+	cr_assert_neq(signal(SIGUSR1, stop_here), SIG_ERR);
+	__atomic_store_n(&word, TS_LOCKED, __ATOMIC_RELEASE);
+	cr_assert_eq(pthread_create(&head.tid, NULL, arrival_thread, &head), 0);
+	do {
+		seen = __atomic_load_n(&word, __ATOMIC_ACQUIRE);
+	} while (!(ts_queued(seen) == 1 && (seen & TS_WATCHING)) &&
+	         ts_now_ns() - start < 2000000000u);
+	cr_assert(seen & TS_WATCHING, "no head watched: word %#x", seen);
+	/* at the bound, and stopped where it cannot look */
+	while (!__atomic_compare_exchange_n(&word, &seen, (seen & ~TS_BYPASS_MASK) |
+	                                                         (5u << TS_BYPASS_SHIFT),
+	                                    false, __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+		;
+	cr_assert_eq(pthread_kill(head.tid, SIGUSR1), 0);
+	while (!head_stopped)
+		sched_yield();
+	cr_assert(ts_unlock(&word));
+	for (int k = 0; k < 100; k++) {
+		cr_assert(ts_trylock(&word), "trylock %d failed on a free lock: word %#x", k,
+		          __atomic_load_n(&word, __ATOMIC_RELAXED));
+		cr_assert(ts_unlock(&word));
+	}
+	head_may_go = 1;
+	cr_assert_eq(pthread_join(head.tid, NULL), 0);
+	cr_assert_eq(__atomic_load_n(&word, __ATOMIC_ACQUIRE), 0);
 }
 
 Test(bypass, default_trylock_steals_a_free_lock_behind_a_queue, .timeout = 10)
