@@ -5,7 +5,7 @@
  *
  *   locks --lock=NAME --threads=T --work=W --seconds=S [--cs=N]
  *         [--layout=same-line|other-line] [--touch=BYTES [--touch-lines=L]]
- *         [--expect-provider=TEXT]
+ *         [--expect-provider=TEXT] [--histogram]
  *   locks --list
  *
  * T threads start together (a barrier) and, for S seconds, each: takes the
@@ -53,7 +53,7 @@
  * CPU wherever it falls (a lock that makes its threads wait outside the
  * lock call, or sleep after it, is not flattered).  Both clock reads are
  * one rdtsc each, the same for every lock; the histograms are written
- * after the release.
+ * after the release.  --histogram prints both histograms whole on stderr.
  *
  * Exit status: 0 all good; 1 mutual exclusion was violated or the counts do
  * not add up (a line on stderr says which); 2 usage, a kind not built, or out
@@ -250,6 +250,27 @@ static double cpu_seconds(const struct timeval *tv)
 	return (double)tv->tv_sec + (double)tv->tv_usec / 1e6;
 }
 
+/*
+ * --histogram: every non-empty bucket of @h on stderr, one line each: the
+ * bucket's range in microseconds, its count, and the share of samples at
+ * or above it.
+ */
+static void print_histogram(const char *name, const struct lat_hist *h, double ns_per_tick)
+{
+	uint64_t above = h->samples;
+
+	fprintf(stderr, "%s histogram: from_us to_us count share_at_or_above\n", name);
+	for (unsigned b = 0; b < LAT_BUCKETS; b++) {
+		if (h->count[b] == 0)
+			continue;
+		fprintf(stderr, "%s %.3f %.3f %llu %.3g\n", name,
+		        b == 0 ? 0.0 : (double)(lat_bucket_top(b - 1) + 1) * ns_per_tick / 1e3,
+		        (double)lat_bucket_top(b) * ns_per_tick / 1e3,
+		        (unsigned long long)h->count[b], (double)above / (double)h->samples);
+		above -= h->count[b];
+	}
+}
+
 /* NAME_p50= NAME_p99= NAME_p999= NAME_p9999= NAME_max=, in microseconds. */
 static void print_tails(const char *name, const struct lat_hist *h, double ns_per_tick)
 {
@@ -267,7 +288,7 @@ static void usage(FILE *f)
 {
 	fprintf(f, "usage: locks --lock=NAME --threads=T --work=W --seconds=S [--cs=N]\n"
 	           "             [--layout=same-line|other-line] [--touch=BYTES [--touch-lines=L]]\n"
-	           "             [--expect-provider=TEXT]\n"
+	           "             [--expect-provider=TEXT] [--histogram]\n"
 	           "       locks --list\n"
 	           "locks:");
 	for (int k = 0; k < LOCK_KINDS; k++)
@@ -309,6 +330,7 @@ int main(int argc, char **argv)
 		{ "touch", required_argument, NULL, 'T' },
 		{ "touch-lines", required_argument, NULL, 'n' },
 		{ "expect-provider", required_argument, NULL, 'p' },
+		{ "histogram", no_argument, NULL, 'H' },
 		{ "list", no_argument, NULL, 'L' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
@@ -325,7 +347,7 @@ int main(int argc, char **argv)
 	double cpu, rate, cpu_min = 0, cpu_max = 0, rate_min = 0, rate_max = 0;
 	uint64_t touches_missing = 0;
 	struct cs_data *d;
-	bool touch_lines_given = false, counts_ok;
+	bool touch_lines_given = false, counts_ok, histogram = false;
 	char *end;
 	int opt;
 
@@ -372,6 +394,7 @@ int main(int argc, char **argv)
 			touch_lines_given = true;
 			break;
 		case 'p': expect = optarg; break;
+		case 'H': histogram = true; break;
 		case 'L':
 			for (int k = 0; k < LOCK_KINDS; k++)
 				if (lock_kind_available((enum lock_kind)k))
@@ -479,6 +502,10 @@ int main(int argc, char **argv)
 	       cpu_seconds(&r1.ru_stime) - cpu_seconds(&r0.ru_stime));
 	print_tails("wait", &wait_all, ns_per_tick);
 	print_tails("iter", &iter_all, ns_per_tick);
+	if (histogram) {
+		print_histogram("wait", &wait_all, ns_per_tick);
+		print_histogram("iter", &iter_all, ns_per_tick);
+	}
 	printf("invariants=%s provider=%s\n", counts_ok ? "ok" : "violated", provider);
 	if (violations != 0)
 		fprintf(stderr, "locks: INVARIANT VIOLATED: %llu times a thread found another "
