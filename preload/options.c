@@ -190,11 +190,6 @@ static bool parse_rest_us(const char *raw, struct ts_config *cfg)
 	return parse_u32(raw, 0, TS_REST_US_MAX, &cfg->rest_us);
 }
 
-static bool parse_rest_spin_us(const char *raw, struct ts_config *cfg)
-{
-	return parse_u32(raw, 0, TS_REST_SPIN_US_MAX, &cfg->rest_spin_us);
-}
-
 static bool parse_turn_us(const char *raw, struct ts_config *cfg)
 {
 	return parse_u32(raw, 0, TS_TURN_US_MAX, &cfg->turn_us);
@@ -283,7 +278,6 @@ static const struct ts_option options[] = {
 	{ "TICKET_QUEUE", "0 (strict FIFO) or an integer 2..63", parse_queue },
 	{ "TICKET_BYPASS", "0 (strict FIFO) or an integer 1..63", parse_bypass },
 	{ "TICKET_REST_US", "0 (never rest) or microseconds 1..100000", parse_rest_us },
-	{ "TICKET_REST_SPIN_US", "0 (rests always sleep) or microseconds 1..1000", parse_rest_spin_us },
 	{ "TICKET_TURN_US", "0 (never yield) or microseconds 1..100000", parse_turn_us },
 	{ "TICKET_DOZE_US", "0 (never doze before queueing) or microseconds 1..100000", parse_doze_us },
 	{ "TICKET_ACTIVE", "off, cpus, or an integer 0..8 (0: off)", parse_active },
@@ -308,7 +302,6 @@ static const struct ts_config defaults = {
 	.bypass_max = TS_BYPASS_DEFAULT,
 	.queue_capacity = TS_QUEUE_CAPACITY,
 	.rest_us = 500,
-	.rest_spin_us = 0,
 	.turn_us = 500,
 	.doze_us = 50,
 	.active = 0,
@@ -357,7 +350,6 @@ unsigned ts_config_parse(struct ts_config *out)
 	size_t i;
 
 	*out = defaults;
-	out->cpus = ts_active_cpus();
 	if (getauxval(AT_SECURE) != 0) {
 		if (any_ticket_variable())
 			ts_log("set-user-ID or otherwise secure process (AT_SECURE): ignoring every "
@@ -396,11 +388,11 @@ static void report(const struct ts_config *cfg)
 	if (cfg->delay_mode == TS_DELAY_FIXED)
 		snprintf(fixed, sizeof(fixed), " factor=%u", cfg->delay_factor);
 	ts_log("delay=%s%s min=%u max=%u table=%s hash_bits=%u wait=%s spin=%u "
-	       "bypass=%u queue=%u rest_us=%u rest_spin_us=%u turn_us=%u doze_us=%u active=%u active_us=%u stall_ms=%u stats=%s stats_top=%u strict=%d",
+	       "bypass=%u queue=%u rest_us=%u turn_us=%u doze_us=%u active=%u active_us=%u stall_ms=%u stats=%s stats_top=%u strict=%d",
 	       delay_mode_name(cfg), fixed, cfg->delay_min, cfg->delay_max,
 	       cfg->table == TS_TABLE_HASHED ? "hashed" : "single", cfg->hash_bits,
 	       wait_name(cfg->wait), cfg->spin_budget, cfg->bypass_max, cfg->queue_capacity,
-	       cfg->rest_us, cfg->rest_spin_us, cfg->turn_us, cfg->doze_us, cfg->active, cfg->active_us, cfg->stall_ms,
+	       cfg->rest_us, cfg->turn_us, cfg->doze_us, cfg->active, cfg->active_us, cfg->stall_ms,
 	       cfg->stats == NULL ? "off" : cfg->stats[0] == '\0' ? "stderr" : cfg->stats,
 	       cfg->stats_top, cfg->strict);
 }

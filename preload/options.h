@@ -44,8 +44,6 @@ struct ts_config {
 	uint32_t bypass_max;     /* most steals past a watching head; 0: strict FIFO */
 	uint32_t queue_capacity; /* most tickets in the queue; more wait outside */
 	uint32_t rest_us;        /* a stealer stopped at the bound sleeps this long first; 0: never */
-	uint32_t rest_spin_us;   /* ... or, with no more contenders than CPUs, spins this long; 0: sleeps */
-	uint32_t cpus;           /* the CPUs this process may run on, when the settings were read */
 	uint32_t turn_us;        /* stealing past a head that does not watch: yield after this long; 0: never */
 	uint32_t doze_us;        /* found held behind a head that does not watch, on a lock not saturated: sleep this long before queueing (up to TS_DOZES_MAX times); 0: never */
 	uint32_t active;         /* most threads contending for a saturated lock (active.c); 0: off */
@@ -69,7 +67,6 @@ struct ts_config {
 #define TS_HASH_BITS_MAX    6u
 #define TS_STALL_MS_MAX     86400000u /* a day */
 #define TS_REST_US_MAX      100000u   /* 100 ms: a rest is a turn, not a timeout */
-#define TS_REST_SPIN_US_MAX 1000u
 #define TS_TURN_US_MAX      100000u
 #define TS_DOZE_US_MAX      100000u
 /*

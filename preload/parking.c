@@ -57,7 +57,6 @@ void ts_sleep_counts(struct ts_sleep_counts *out)
 	out->woken = __atomic_load_n(&sleep_counts.woken, __ATOMIC_RELAXED);
 	out->timed_out = __atomic_load_n(&sleep_counts.timed_out, __ATOMIC_RELAXED);
 	out->rests = __atomic_load_n(&sleep_counts.rests, __ATOMIC_RELAXED);
-	out->rests_spun = __atomic_load_n(&sleep_counts.rests_spun, __ATOMIC_RELAXED);
 	out->dozes = __atomic_load_n(&sleep_counts.dozes, __ATOMIC_RELAXED);
 	out->turn_yields = __atomic_load_n(&sleep_counts.turn_yields, __ATOMIC_RELAXED);
 }
@@ -187,12 +186,6 @@ void ts_rest(uint32_t us)
 {
 	ts_sleep_us(us);
 	__atomic_fetch_add(&sleep_counts.rests, 1, __ATOMIC_RELAXED);
-}
-
-void ts_rest_spun(void)
-{
-	__atomic_fetch_add(&sleep_counts.rests, 1, __ATOMIC_RELAXED);
-	__atomic_fetch_add(&sleep_counts.rests_spun, 1, __ATOMIC_RELAXED);
 }
 
 void ts_doze(uint32_t us)

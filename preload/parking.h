@@ -34,8 +34,7 @@ extern uint64_t ts_nap_first_ns, ts_nap_max_ns;
 struct ts_sleep_counts {
 	uint64_t woken;
 	uint64_t timed_out;
-	uint64_t rests;      /* every rest, slept or spun */
-	uint64_t rests_spun; /* of which spun (slowpath.c, rest_kind()) */
+	uint64_t rests;
 	uint64_t dozes;
 	uint64_t turn_yields;
 };
@@ -90,8 +89,6 @@ void ts_wake_outside(uint32_t hash);
  * point.  A signal ends it early, which costs nothing.
  */
 void ts_rest(uint32_t us);
-/* A rest that spun instead (slowpath.c), counted as ts_rest() counts. */
-void ts_rest_spun(void);
 
 /* As ts_rest(), not counted: the first half of a rest (slowpath.c, rest()). */
 void ts_sleep_us(uint32_t us);

@@ -264,49 +264,6 @@ static bool turn_end(const struct ts_config *cfg, ts_word_t *lock, uint32_t *wor
 	return true;
 }
 
-/*
- * This thread's last burst of steals past a watching head: when its first
- * steal (the one that found the head's count at 0) and its last (the one
- * that brought the count to TICKET_BYPASS) were taken, and on which lock.
- * Thread-local; the clock is read twice per burst (TICKET_BYPASS + 1
- * acquisitions).
- */
-struct burst {
-	ts_word_t *lock;
-	uint64_t first_ns; /* 0: none timed */
-	uint64_t last_ns;  /* 0: the burst did not reach the bound */
-};
-static __thread struct burst burst __attribute__((tls_model("initial-exec")));
-
-/* Our steal of @lock found @before: times a burst past a watching head. */
-static void burst_count_steal(const struct ts_config *cfg, ts_word_t *lock, uint32_t before)
-{
-	if (!(before & TS_WATCHING))
-		return;
-	if (ts_bypass(before) == 0) {
-		burst.lock = lock;
-		burst.first_ns = ts_now_ns();
-		burst.last_ns = 0;
-	} else if (ts_bypass(before) + 1u == cfg->bypass_max && burst.lock == lock) {
-		burst.last_ns = ts_now_ns();
-	}
-}
-
-/*
- * How long one acquisition took in our burst that the bound just ended on
- * @lock, in ns; 0 if unknown (not our burst, or a bound below 2).
- */
-static uint64_t burst_ns_per_steal(const struct ts_config *cfg, ts_word_t *lock)
-{
-	uint64_t per;
-
-	if (burst.lock != lock || burst.first_ns == 0 || burst.last_ns == 0 || cfg->bypass_max < 2)
-		return 0;
-	per = (burst.last_ns - burst.first_ns) / (cfg->bypass_max - 1u);
-	burst.first_ns = 0;
-	return per != 0 ? per : 1;
-}
-
 static bool strict_fifo(const struct ts_config *cfg, uint32_t word)
 {
 	return cfg->bypass_max == 0 || (word & TS_SHARED);
@@ -368,7 +325,6 @@ static bool try_steal(const struct ts_config *cfg, ts_word_t *lock, uint32_t *wo
 		if (__atomic_compare_exchange_n(lock, word, stolen(*word), false, __ATOMIC_ACQUIRE,
 		                                __ATOMIC_RELAXED)) {
 			turn_count_steal(cfg, lock, before);
-			burst_count_steal(cfg, lock, before);
 			return true;
 		}
 	}
@@ -877,7 +833,6 @@ struct last_rest {
 	uint64_t ended_ns;
 	uint32_t skips;     /* rests skipped after each rest on @lock (rest()) */
 	uint32_t skips_due; /* of which still to skip */
-	uint64_t len_ns;    /* how long it was */
 };
 static __thread struct last_rest last_rest __attribute__((tls_model("initial-exec")));
 
@@ -899,8 +854,8 @@ static uintptr_t *last_rester_slot(uint32_t hash)
 /*
  * Stopped by the bound on @lock, does this thread rest (step 4), or is it
  * the other's turn to?  The rests alternate: a thread that rested last on
- * this lock, stopped again within TS_REST_ALTERNATE times its own rest's
- * length of that rest's end, queues at once, and the other thread, stopped in its turn,
+ * this lock, stopped again within TS_REST_ALTERNATE rests' time of its own
+ * rest's end, queues at once, and the other thread, stopped in its turn,
  * rests.  Who gets stopped is often not a coin flip: in some runs one
  * thread was stopped nearly every time (738 stops against 106 in 0.5 s),
  * rested for each of the other's turns of TICKET_REST_US and got a few
@@ -909,13 +864,14 @@ static uintptr_t *last_rester_slot(uint32_t hash)
  * thread whose partner is never stopped (its head takes the lock before
  * the bound) resting now and then, not contending for good.
  */
-static bool rest_is_due(ts_word_t *lock, uint32_t hash)
+static bool rest_is_due(const struct ts_config *cfg, ts_word_t *lock, uint32_t hash)
 {
 	/* Relaxed: a hint; the rest orders nothing. */
 	bool rested_last = __atomic_load_n(last_rester_slot(hash), __ATOMIC_RELAXED) ==
 	                           (uintptr_t)&rest_token &&
 	                   last_rest.lock == lock &&
-	                   ts_now_ns() - last_rest.ended_ns < last_rest.len_ns * TS_REST_ALTERNATE;
+	                   ts_now_ns() - last_rest.ended_ns <
+	                           (uint64_t)cfg->rest_us * 1000u * TS_REST_ALTERNATE;
 
 	return !rested_last;
 }
@@ -947,52 +903,6 @@ static bool acquired_since_mark(ts_word_t *lock)
 	return true;
 }
 
-enum rest_kind {
-	REST_SLEEP, /* more contenders than CPUs: TICKET_REST_US, asleep */
-	REST_SPIN,  /* a CPU each: as long as TS_REST_ACQUISITIONS take, spinning */
-	REST_NONE,  /* a CPU each, but that would take longer than TICKET_REST_SPIN_US */
-};
-
-/*
- * How a thread that the bound stopped at @word on @lock rests, and if it
- * spins, for how long (@*spin_ns).  With more threads contending than
- * CPUs (the rester, the queue and a holder), it sleeps TICKET_REST_US: the
- * CPU it gives up is what the others need.  With a CPU each, giving the CPU
- * up buys nothing, and the rest is a wait that a sleep would make a timer
- * slack and a wake-up longer than meant: it spins, reading nothing shared,
- * for as long as the thread that runs takes for TS_REST_ACQUISITIONS
- * acquisitions (judged by our own burst, which the bound just ended: the
- * time between its first and its last steal), so that a rest is at most
- * one wait in TS_REST_ACQUISITIONS; and not at all when that would take
- * longer than TICKET_REST_SPIN_US (the bound a rest adds to a wait there):
- * a lock whose acquisitions are that slow gains little from running one
- * thread alone.
- */
-static enum rest_kind rest_kind(const struct ts_config *cfg, ts_word_t *lock, uint32_t word,
-                                uint64_t *spin_ns)
-{
-	uint32_t contenders = 1u + ts_queued(word) + (ts_is_held(word) ? 1u : 0u);
-	uint64_t per_steal, length;
-
-	if (cfg->rest_spin_us == 0 || contenders > cfg->cpus)
-		return REST_SLEEP;
-	per_steal = burst_ns_per_steal(cfg, lock);
-	if (per_steal == 0)
-		return REST_NONE; /* not our burst: how fast the lock goes is unknown */
-	length = per_steal * TS_REST_ACQUISITIONS;
-	if (length > (uint64_t)cfg->rest_spin_us * 1000u)
-		return REST_NONE;
-	*spin_ns = length;
-	return REST_SPIN;
-}
-
-/* Pauses, holding nothing and reading nothing shared, until the clock reads @end_ns. */
-static void spin_until(uint64_t end_ns)
-{
-	while (ts_now_ns() < end_ns)
-		ts_pause_for(TS_HEAD_MAX_PAUSES);
-}
-
 /*
  * Rests on @lock, whose hash is @hash, and notes it: we rested last there.
  * False if this rest is skipped: after a rest in whose second half no one
@@ -1005,7 +915,7 @@ static void spin_until(uint64_t end_ns)
  * often it comes does.  Halfway, because the head takes the lock as the
  * rest begins, whatever happens after.
  */
-static bool rest(const struct ts_config *cfg, ts_word_t *lock, uint32_t hash, uint64_t spin_ns)
+static bool rest(const struct ts_config *cfg, ts_word_t *lock, uint32_t hash)
 {
 	bool marked, ran;
 
@@ -1020,21 +930,11 @@ static bool rest(const struct ts_config *cfg, ts_word_t *lock, uint32_t hash, ui
 		return false;
 	}
 	__atomic_store_n(last_rester_slot(hash), (uintptr_t)&rest_token, __ATOMIC_RELAXED);
-	if (spin_ns != 0) {
-		uint64_t start = ts_now_ns();
-
-		spin_until(start + spin_ns / 2u);
-		marked = mark_free_lock(lock);
-		spin_until(start + spin_ns);
-		ts_rest_spun();
-	} else {
-		ts_sleep_us(cfg->rest_us / 2u);
-		marked = mark_free_lock(lock);
-		ts_rest(cfg->rest_us - cfg->rest_us / 2u);
-	}
+	ts_sleep_us(cfg->rest_us / 2u);
+	marked = mark_free_lock(lock);
+	ts_rest(cfg->rest_us - cfg->rest_us / 2u);
 	ran = !marked || acquired_since_mark(lock);
 	last_rest.ended_ns = ts_now_ns();
-	last_rest.len_ns = spin_ns != 0 ? spin_ns : (uint64_t)cfg->rest_us * 1000u;
 	if (ran)
 		last_rest.skips -= (last_rest.skips + 7u) / 8u;
 	else if (last_rest.skips < TS_REST_SKIPS_MAX)
@@ -1115,12 +1015,10 @@ static __attribute__((noinline)) void lock_queued(ts_word_t *lock, uint32_t word
 			continue;
 		}
 		if (!rest_decided && must_rest(cfg, word)) {
-			uint64_t spin_ns = 0;
-
 			rest_decided = true;
-			if (rest_kind(cfg, lock, word, &spin_ns) != REST_NONE && rest_is_due(lock, hash)) {
+			if (rest_is_due(cfg, lock, hash)) {
 				stats_wait_begins_outside(&w, &wait_timed);
-				if (rest(cfg, lock, hash, spin_ns)) {
+				if (rest(cfg, lock, hash)) {
 					rested = true;
 					w.st.rests = 1;
 					word = __atomic_load_n(lock, __ATOMIC_RELAXED);
@@ -1194,7 +1092,6 @@ static bool keep_or_give_back(const struct ts_config *cfg, ts_word_t *lock, uint
 			                                                __ATOMIC_RELAXED,
 			                                                __ATOMIC_RELAXED)) {
 				turn_count_steal(cfg, lock, as_free);
-				burst_count_steal(cfg, lock, as_free);
 				return true;
 			}
 			continue;

@@ -41,12 +41,6 @@
  * 0.82 and 22.2.  8 is 4 ms at the default TICKET_REST_US.
  */
 #define TS_REST_ALTERNATE 8u
-/*
- * A rest that spins (a CPU for every contender) lasts as long as this many
- * acquisitions by the thread that runs take, so that at most one wait in
- * this many is a rest: the wait's 99.9th percentile stays a hand-over's.
- */
-#define TS_REST_ACQUISITIONS 2000u
 
 /* The most rests a thread skips after one that held up everyone (slowpath.c, rest()). */
 #define TS_REST_SKIPS_MAX 255u
