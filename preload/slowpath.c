@@ -559,13 +559,18 @@ static void stats_wait_begins(struct waiter *w, bool at_once)
  * rarely while the holder's burst has far to go, and tightly when it ends:
  * the seeds' proportional backoff, with the bypass count as the distance.
  */
-static uint32_t acquisitions_ahead(const struct waiter *w, uint32_t word, uint32_t pos)
+uint32_t ts_acquisitions_ahead(const struct ts_config *cfg, uint32_t word, uint32_t pos)
 {
 	uint32_t bypass = ts_bypass(word);
 
-	if (pos > 0 || !(word & TS_WATCHING) || bypass >= w->cfg->bypass_max)
+	if (pos > 0 || !(word & TS_WATCHING) || bypass >= cfg->bypass_max)
 		return pos + 1;
-	return w->cfg->bypass_max - bypass + 1;
+	return cfg->bypass_max - bypass + 1;
+}
+
+static uint32_t acquisitions_ahead(const struct waiter *w, uint32_t word, uint32_t pos)
+{
+	return ts_acquisitions_ahead(w->cfg, word, pos);
 }
 
 /*

@@ -46,6 +46,15 @@
 #define TS_REST_SKIPS_MAX 255u
 
 /*
+ * The acquisitions before ours, holder included, as the seeds' backoff
+ * counts them (README, TICKET_DELAY), seeing @word from @pos tickets behind
+ * the head (0: we are the head): behind the head, @pos + 1; at the head of
+ * a watching queue, the steals it still allows plus the holder's; else 1.
+ * For slowpath.c and its tests.
+ */
+uint32_t ts_acquisitions_ahead(const struct ts_config *cfg, uint32_t word, uint32_t pos);
+
+/*
  * How many steals the last head that watched @lock (or a lock sharing its
  * slot) let pass before it took it, plus one; 0 when no head has watched.
  */

@@ -3,7 +3,8 @@
  *
  *   contended THREADS N LOCKS [exit|_exit|wait|fork_exit]
  *       THREADS workers run contend_worker(): N times lock 0, and, when
- *       LOCKS is 2, every fourth time lock 1 too (from another call site).
+ *       LOCKS is 2 or more (up to 24), every fourth time locks 1 to LOCKS - 1
+ *       too (from another call site).
  *       Main holds each lock until every worker has come to it and one
  *       waits in its queue, so each lock is contended at least once.  "_exit" leaves through
  *       _exit(0) instead of returning from main.  "wait" prints "ready"
@@ -36,7 +37,7 @@ struct counted {
 	unsigned long count; /* acquisitions, counted inside */
 } __attribute__((aligned(64)));
 
-static struct counted locks[2];
+static struct counted locks[24];
 static int nlocks;
 static long rounds;
 static int arrived; /* workers about to take lock 0 for the first time */
@@ -62,10 +63,10 @@ void *contend_worker(void *arg)
 		pthread_spin_lock(&locks[0].lock);
 		critical(&locks[0]);
 		pthread_spin_unlock(&locks[0].lock);
-		if (nlocks > 1 && i % 4 == 0) {
-			pthread_spin_lock(&locks[1].lock);
-			critical(&locks[1]);
-			pthread_spin_unlock(&locks[1].lock);
+		for (int k = 1; k < nlocks && i % 4 == 0; k++) {
+			pthread_spin_lock(&locks[k].lock);
+			critical(&locks[k]);
+			pthread_spin_unlock(&locks[k].lock);
 		}
 	}
 	return NULL;
@@ -88,7 +89,7 @@ int main(int argc, char **argv)
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	printf("provider %s\n", provider());
-	for (int k = 0; k < 2; k++)
+	for (int k = 0; k < 24; k++)
 		pthread_spin_init(&locks[k].lock, PTHREAD_PROCESS_PRIVATE);
 	if (argc == 3 && strcmp(argv[1], "none") == 0) {
 		nlocks = 1;
@@ -136,7 +137,7 @@ int main(int argc, char **argv)
 		threads = atoi(argv[1]);
 		rounds = atol(argv[2]);
 		nlocks = atoi(argv[3]);
-		if (threads < 1 || threads > 64 || rounds < 1 || nlocks < 1 || nlocks > 2)
+		if (threads < 1 || threads > 64 || rounds < 1 || nlocks < 1 || nlocks > 24)
 			return 2;
 		for (int k = 0; k < nlocks; k++)
 			pthread_spin_lock(&locks[k].lock);
@@ -144,7 +145,8 @@ int main(int argc, char **argv)
 			if (pthread_create(&tids[i], NULL, contend_worker, NULL) != 0)
 				return 1;
 		/*
-		 * Every worker comes to lock 0, then, in its first round, to lock 1.
+		 * Every worker comes to lock 0, then, in its first round, to lock 1
+		 * and the others.
 		 * Some may wait outside a full queue (TICKET_QUEUE) instead of
 		 * queuing: wait for one ticket in the queue, and a little more.
 		 */

@@ -11,6 +11,8 @@
  *                               then of free ones (no report)
  *   misuseprobe flood N         N distinct locks each unlocked once too often
  *   misuseprobe foreign WORD    a lock word another implementation left free
+ *                               ("glibc+BITS": glibc's own pthread_spin_init's
+ *                               word, with BITS set too)
  *   misuseprobe suspect WORD S  a waiter queues on a lock whose word is WORD;
  *                               S=1: then serve the tickets ahead of it (as
  *                               if their waiters had taken and released the
@@ -281,10 +283,42 @@ static int mode_suspect(uint32_t word, int serve)
 
 pthread_spinlock_t probe_foreign_lock;
 
-/* A word another implementation left free (glibc: 1) works as a free ticket lock. */
-static int mode_foreign(uint32_t word)
+/*
+ * The word glibc's own pthread_spin_init() leaves (1 on x86-64), from libc
+ * itself, not from the preload; 0 when it cannot be found.
+ */
+static uint32_t glibc_init_word(void)
 {
+	void *libc = dlopen("libc.so.6", RTLD_NOW | RTLD_NOLOAD);
+	int (*init)(pthread_spinlock_t *, int) = NULL;
+	pthread_spinlock_t lock = 0x5a5a5a5a;
+
+	if (libc != NULL)
+		init = (int (*)(pthread_spinlock_t *, int))dlsym(libc, "pthread_spin_init");
+	if (init == NULL || init(&lock, PTHREAD_PROCESS_PRIVATE) != 0)
+		return 0;
+	return (uint32_t)lock;
+}
+
+/*
+ * A word another implementation left free (glibc: 1) works as a free ticket
+ * lock.  WORD "glibc+BITS": the word glibc's pthread_spin_init() made, with
+ * BITS (a queue, say) set too.
+ */
+static int mode_foreign(const char *arg)
+{
+	uint32_t word;
 	int rc;
+
+	if (strncmp(arg, "glibc+", 6) == 0) {
+		uint32_t init = glibc_init_word();
+
+		printf("glibc's pthread_spin_init left 0x%08x\n", init);
+		CHECK(init != 0, "glibc's pthread_spin_init not found");
+		word = init | (uint32_t)strtoul(arg + 6, NULL, 0);
+	} else {
+		word = (uint32_t)strtoul(arg, NULL, 0);
+	}
 
 	__atomic_store_n((uint32_t *)&probe_foreign_lock, word, __ATOMIC_RELEASE);
 	rc = pthread_spin_lock(&probe_foreign_lock);
@@ -317,7 +351,7 @@ int main(int argc, char **argv)
 	if (strcmp(argv[1], "suspect") == 0 && argc == 4)
 		return mode_suspect((uint32_t)strtoul(argv[2], NULL, 0), atoi(argv[3]));
 	if (strcmp(argv[1], "foreign") == 0 && argc == 3)
-		return mode_foreign((uint32_t)strtoul(argv[2], NULL, 0));
+		return mode_foreign(argv[2]);
 	fprintf(stderr, "misuseprobe: bad arguments\n");
 	return 2;
 }

@@ -472,3 +472,95 @@ Test(autotune, looks_at_a_free_lock_behind_the_head_leave_the_delay_alone, .time
 	             delay, min);
 	cr_assert(ts_unlock(&lock.word));
 }
+
+/*
+ * README, TICKET_DELAY: "N: N x (acquisitions ahead, holder included)
+ * pauses: in the queue, the tickets ahead; at its head, the steals it still
+ * allows"; "series: ... the next in line (the head, once it allows no more
+ * steals) polls tightly, the others (and a head that still allows steals)
+ * pause delay x (acquisitions ahead, holder excluded)".  The distance
+ * (ts_acquisitions_ahead()) and the pauses it gives (ts_backoff_pauses()),
+ * from words a waiter sees; the lock is held throughout.  (A running head's
+ * pause is then capped at TS_HEAD_MAX_PAUSES, 64, in slowpath.c: not seen
+ * here.)
+ */
+static uint32_t watched(uint32_t bypass)
+{
+	return TS_LOCKED | TS_WATCHING | bypass << TS_BYPASS_SHIFT | 3u << TS_NEXT_SHIFT;
+}
+
+Test(autotune, a_fixed_delay_counts_the_holder_and_the_steals_a_watching_head_allows)
+{
+	const struct ts_config *cfg;
+
+	setenv("TICKET_DELAY", "10", 1);
+	setenv("TICKET_BYPASS", "31", 1);
+	cfg = ts_config();
+	cr_assert_eq(cfg->delay_mode, TS_DELAY_FIXED);
+	cr_assert_eq(cfg->bypass_max, 31u);
+	/* at the head of a watching queue: the 31 - b steals it still allows, and the holder */
+	for (uint32_t b = 0; b <= 31; b++) {
+		uint32_t ahead = ts_acquisitions_ahead(cfg, watched(b), 0);
+
+		cr_assert_eq(ahead, 31 - b + 1, "a watching head bypassed %u times of 31: %u "
+		             "acquisitions ahead, not %u (the steals it allows, and the holder)",
+		             b, ahead, 31 - b + 1);
+		cr_assert_eq(ts_backoff_pauses(cfg, 0, 0, (uint16_t)ahead), 10u * (31 - b + 1));
+	}
+	/* allowing no more steals, or not watching: the holder only */
+	cr_assert_eq(ts_acquisitions_ahead(cfg, watched(31), 0), 1u);
+	cr_assert_eq(ts_acquisitions_ahead(cfg, watched(0) & ~TS_WATCHING, 0), 1u);
+	/* behind the head: the tickets ahead (the head's among them) and the holder */
+	for (uint32_t pos = 1; pos < 3; pos++) {
+		cr_assert_eq(ts_acquisitions_ahead(cfg, watched(5), pos), pos + 1);
+		cr_assert_eq(ts_acquisitions_ahead(cfg, watched(5) & ~TS_WATCHING, pos), pos + 1);
+		cr_assert_eq(ts_backoff_pauses(cfg, 0, 0, (uint16_t)(pos + 1)), 10u * (pos + 1));
+	}
+}
+
+/* The same with TICKET_BYPASS=5: the distance follows the bound in force. */
+Test(autotune, the_head_distance_follows_ticket_bypass)
+{
+	const struct ts_config *cfg;
+
+	setenv("TICKET_DELAY", "7", 1);
+	setenv("TICKET_BYPASS", "5", 1);
+	cfg = ts_config();
+	cr_assert_eq(cfg->bypass_max, 5u);
+	for (uint32_t b = 0; b <= 5; b++)
+		cr_assert_eq(ts_acquisitions_ahead(cfg, watched(b), 0), b < 5 ? 5 - b + 1 : 1u,
+		             "a watching head bypassed %u times of 5", b);
+	cr_assert_eq(ts_backoff_pauses(cfg, 0, 0, (uint16_t)ts_acquisitions_ahead(cfg, watched(2), 0)),
+	             7u * 4);
+}
+
+/*
+ * series: the next in line (a head that allows no more steals, or does not
+ * watch) polls tightly; a head that still allows s steals pauses delay x s
+ * (holder excluded); a waiter p tickets behind the head, delay x p.
+ */
+Test(autotune, series_a_head_that_still_allows_steals_pauses_delay_times_the_steals)
+{
+	const struct ts_config *cfg;
+	const uint32_t delay = 3u << TS_DELAY_SHIFT; /* 3 pauses */
+
+	setenv("TICKET_DELAY", "series", 1);
+	setenv("TICKET_BYPASS", "31", 1);
+	cfg = ts_config();
+	cr_assert_eq(cfg->delay_mode, TS_DELAY_SERIES);
+	for (uint32_t b = 0; b < 31; b++) {
+		uint32_t ahead = ts_acquisitions_ahead(cfg, watched(b), 0);
+		uint64_t pauses = ts_backoff_pauses(cfg, delay, 0, (uint16_t)ahead);
+
+		cr_assert_eq(pauses, 3u * (31 - b), "a watching head bypassed %u times of 31 "
+		             "pauses %llu, not delay x %u steals it still allows", b,
+		             (unsigned long long)pauses, 31 - b);
+	}
+	cr_assert_eq(ts_backoff_pauses(cfg, delay, 0, (uint16_t)ts_acquisitions_ahead(cfg, watched(31), 0)),
+	             1u, "the next in line polls tightly");
+	cr_assert_eq(ts_backoff_pauses(cfg, delay, 0,
+	                               (uint16_t)ts_acquisitions_ahead(cfg, watched(0) & ~TS_WATCHING, 0)),
+	             1u, "a head that does not watch is next in line");
+	cr_assert_eq(ts_backoff_pauses(cfg, delay, 0, (uint16_t)ts_acquisitions_ahead(cfg, watched(0), 2)),
+	             3u * 2, "two tickets behind the head");
+}

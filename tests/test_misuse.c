@@ -205,3 +205,73 @@ Test(misuse, glibc_unlocked_word_works)
 	          "%s", r.out);
 	cr_assert_eq(count_lines(r.err, "ticketspin:"), 0, "%s", r.err);
 }
+
+/*
+ * libticketspin(7): "All-zero is unlocked, and so is glibc's unlocked word
+ * (1)"; reliability.md: foreign bits are 5 to 7, or "0 to 3 with the lock
+ * held".  A free lock byte with bits 0-3 set is a free lock, not misuse:
+ * glibc's 1 (made by glibc's own pthread_spin_init(), from libc) and the
+ * rest mark TS_REST_MARK (2).  The fast path takes an idle word without
+ * looking at the byte it replaced, so each word here has a queue, one
+ * phantom ticket whose head does not watch: the lock's exchange goes out of
+ * line with that byte, where the misuse check judges it, and the locker
+ * steals the free lock.  No report may follow, and the lock must work.
+ */
+static void free_byte_is_not_misuse(const char *word, const char *shown)
+{
+	struct probe_result r;
+	char needle[96];
+
+	/* the probe takes milliseconds: a hang fails in 10 s */
+	probe_run(&r, NULL, (const char *const[]){ MISUSEPROBE, "foreign", word, NULL }, 10);
+	assert_probe_provider(&r);
+	cr_assert_eq(r.status, 0, "misuseprobe foreign %s: status %d\n%s%s", word, r.status, r.out,
+	             r.err);
+	snprintf(needle, sizeof(needle), "word %s: lock returned 0, unlock 0, trylock 0, unlock 0",
+	         shown);
+	cr_assert(strstr(r.out, needle), "%s", r.out);
+	cr_assert_eq(count_lines(r.err, "ticketspin:"), 0,
+	             "a free lock byte (word %s) reported as misuse:\n%s", shown, r.err);
+}
+
+Test(misuse, glibc_unlocked_byte_with_a_queue_is_a_free_lock)
+{
+	free_byte_is_not_misuse("glibc+0x01000000", "0x01000001");
+}
+
+Test(misuse, rest_mark_with_a_queue_is_a_free_lock)
+{
+	free_byte_is_not_misuse("0x01000002", "0x01000002");
+}
+
+/*
+ * ... but the same bits with the lock held (TS_LOCKED and glibc's 1; and
+ * TS_LOCKED and the rest mark) are bits this library never makes: the
+ * arrival's exchange replaces the byte, and it is reported once, naming the
+ * lock and the caller; the waiter keeps its place (one phantom ticket
+ * ahead) and gets the lock when the probe serves it.
+ */
+static void held_byte_is_reported(const char *word)
+{
+	struct probe_result r;
+
+	run_probe(&r, MODE_ENV("TICKET_WAIT=park", "TICKET_STALL_MS=0"), "suspect", word, "1");
+	cr_assert(strstr(r.out, ": 1 tickets ahead of the waiter; after 0.3 s: still waiting"),
+	          "%s", r.out);
+	cr_assert(strstr(r.out, ": acquired"), "%s", r.out);
+	cr_assert_eq(count_lines(r.err, "has bits this library never sets"), 1,
+	             "word %s (held, bits 0-3 set) not reported:\n%s", word, r.err);
+	cr_assert_eq(count_lines(r.err, "probe_suspect_lock"), 1, "lock not named:\n%s", r.err);
+	cr_assert_eq(count_lines(r.err, "probe_suspect_waiter+0x"), 1, "caller not named:\n%s",
+	             r.err);
+}
+
+Test(misuse, held_byte_with_glibc_bit_is_reported)
+{
+	held_byte_is_reported("0x01000011");
+}
+
+Test(misuse, held_byte_with_the_rest_mark_is_reported)
+{
+	held_byte_is_reported("0x01000012");
+}

@@ -578,3 +578,63 @@ Test(stats_file, a_file_squatted_by_another_user_is_skipped)
 	cr_assert_null(strstr(rep.err, "belongs to user"), "%s", rep.err);
 	cr_assert_eq(count_occurrences(rep.out, "ticketspin: file "), 1, "%s", rep.out);
 }
+
+/* Lock rows ("stats:", after "ticketspin: " at exit, then the lock's address) in a report. */
+static int lock_rows(const char *text)
+{
+	int n = 0;
+
+	for (const char *line = text; line != NULL && *line != '\0';) {
+		const char *end = strchr(line, '\n');
+		char address[32];
+
+		if (strncmp(line, "ticketspin: ", 12) == 0)
+			line += 12;
+		n += sscanf(line, "stats: %31s", address) == 1 && strncmp(address, "0x", 2) == 0;
+		line = end != NULL ? end + 1 : NULL;
+	}
+	return n;
+}
+
+/*
+ * ticketspin(1): `ticketspin report` shows the process's TICKET_STATS_TOP
+ * locks by default (--top=N overrides it), 20 when the process set none.
+ * contended with @locks contended locks and @env, its file kept; the
+ * report of its pid must list @rows locks.
+ */
+static void report_shows(const char *env, const char *locks, int rows, const char *contended,
+                         const char *shown)
+{
+	struct probe_result r, rep;
+	char pid[16];
+
+	probe_run(&r, (const char *const[]){ xdg, "TICKET_STATS=1", "TICKET_STATS_KEEP=1", env, NULL },
+	          (const char *const[]){ CONTENDED, "2", "400", locks, NULL }, 60);
+	assert_probe_provider(&r);
+	cr_assert_eq(r.status, 0, "%s%s", r.out, r.err);
+	cr_assert_eq(sscanf(strstr(r.err, "stats: pid "), "stats: pid %15[0-9]", pid), 1, "%s",
+	             r.err);
+	cr_assert(strstr(r.err, contended) != NULL, "the report at exit: no '%s':\n%s", contended,
+	          r.err);
+	cr_assert(strstr(r.err, shown) != NULL, "the report at exit: no '%s':\n%s", shown, r.err);
+	cr_assert_eq(lock_rows(r.err), rows, "the report at exit:\n%s", r.err);
+	reader(&rep, (const char *const[]){ "report", pid, NULL });
+	cr_assert_eq(rep.status, 0, "%s", rep.err);
+	cr_assert(strstr(rep.out, shown) != NULL, "no '%s' in:\n%s", shown, rep.out);
+	cr_assert_eq(lock_rows(rep.out), rows, "ticketspin report %s, %s locks contended, %s: "
+	             "expected %d rows:\n%s", pid, locks, env, rows, rep.out);
+	/* --top=N overrides the process's setting */
+	reader(&rep, (const char *const[]){ "report", "--top=2", pid, NULL });
+	cr_assert_eq(rep.status, 0, "%s", rep.err);
+	cr_assert_eq(lock_rows(rep.out), 2, "ticketspin report --top=2:\n%s", rep.out);
+}
+
+Test(stats_file, report_shows_the_processs_stats_top_locks)
+{
+	report_shows("TICKET_STATS_TOP=3", "5", 3, "5 locks contended", "3 shown (TICKET_STATS_TOP=3)");
+}
+
+Test(stats_file, report_shows_20_locks_by_default)
+{
+	report_shows("TICKET_VERBOSE=0", "22", 20, "22 locks contended", "20 shown (TICKET_STATS_TOP=20)");
+}

@@ -297,3 +297,78 @@ Test(wakeup, a_request_the_unlock_missed_is_served_by_the_next_unlock, .timeout 
 {
 	head_woken_after_a_missed_request(false);
 }
+
+/*
+ * README, TICKET_WAIT: "Every sleep is bounded (1 ms, doubling up to 64 ms
+ * while nothing moves)"; parking.h: a thread waiting on a lock that never
+ * comes free costs 16 wake-ups a second.  The rule itself, as the sleepers
+ * apply it after each sleep (ts_nap_after()): 1 ms, then each nap that ran
+ * out doubles the next up to 64 ms, where it stays; a wake-up (or a sleep
+ * skipped because the word moved) starts over at 1 ms.
+ */
+Test(wakeup, naps_start_at_1_ms_and_double_up_to_64_ms)
+{
+	static const uint64_t ms[] = { 2, 4, 8, 16, 32, 64, 64, 64 };
+	uint64_t nap = ts_nap_first_ns;
+
+	cr_assert_eq(ts_nap_first_ns, 1000000ull, "the first nap is %llu ns",
+	             (unsigned long long)ts_nap_first_ns);
+	cr_assert_eq(ts_nap_max_ns, 64000000ull, "the longest nap is %llu ns",
+	             (unsigned long long)ts_nap_max_ns);
+	for (size_t i = 0; i < sizeof(ms) / sizeof(ms[0]); i++) {
+		nap = ts_nap_after(nap, TS_SLEEP_TIMEOUT);
+		cr_assert_eq(nap, ms[i] * 1000000ull, "after %zu naps that ran out: %llu ns, not %llu ms",
+		             i + 1, (unsigned long long)nap, (unsigned long long)ms[i]);
+	}
+	cr_assert_eq(ts_nap_after(nap, TS_SLEEP_WOKEN), 1000000ull, "a wake-up starts over");
+	cr_assert_eq(ts_nap_after(nap, TS_SLEEP_SKIPPED), 1000000ull, "a skipped sleep starts over");
+	cr_assert_eq(ts_nap_after(32000000ull, TS_SLEEP_TIMEOUT), 64000000ull);
+	cr_assert_eq(ts_nap_after(48000000ull, TS_SLEEP_TIMEOUT), 64000000ull, "past the cap");
+}
+
+static void *unserved_waiter(void *arg)
+{
+	(void)arg;
+	ts_lock(&lock_word, NULL);
+	cr_assert(ts_unlock(&lock_word));
+	return NULL;
+}
+
+/*
+ * The same, as the waiters live it: we hold the lock for 1.5 s; the head of
+ * the queue and a waiter behind it sleep, and nothing wakes them, so every
+ * sleep ends by its nap.  Once the naps have grown (after 0.5 s: 1 + 2 + ...
+ * + 64 ms is 127 ms), each waiter wakes about 16 times a second: in the
+ * next second, 2 x 8 to 2 x 40 sleeps that ran out (loose: a loaded machine
+ * stretches the naps).  Without the 64 ms cap the naps would reach 512 ms
+ * there, and a waiter would wake two or three times in that second.
+ */
+Test(wakeup, a_lock_that_never_comes_free_costs_16_wake_ups_a_second, .timeout = 60)
+{
+	struct ts_sleep_counts before, after;
+	pthread_t tids[2];
+	uint64_t timeouts;
+
+	setenv("TICKET_SPIN", "1", 1); /* sleep almost at once */
+	setenv("TICKET_WAIT", "park", 1);
+	setenv("TICKET_STALL_MS", "0", 1);
+	ts_lock(&lock_word, NULL);
+	for (int i = 0; i < 2; i++) {
+		cr_assert_eq(pthread_create(&tids[i], NULL, unserved_waiter, NULL), 0);
+		while (tickets_drawn() < (unsigned)i + 1)
+			sched_yield();
+	}
+	usleep(500000);
+	ts_sleep_counts(&before);
+	usleep(1000000);
+	ts_sleep_counts(&after);
+	cr_assert(ts_unlock(&lock_word));
+	for (int i = 0; i < 2; i++)
+		pthread_join(tids[i], NULL);
+	timeouts = after.timed_out - before.timed_out;
+	cr_assert(timeouts >= 2 * 8 && timeouts <= 2 * 40,
+	          "two waiters on a lock held throughout: %llu naps ran out in 1 s "
+	          "(expected about 2 x 16: naps capped at 64 ms)",
+	          (unsigned long long)timeouts);
+	cr_log_info("%llu naps ran out in 1 s (two waiters)", (unsigned long long)timeouts);
+}
