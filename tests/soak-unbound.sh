@@ -19,6 +19,11 @@
 # UNBOUND_PORT (25353), UNBOUND_CLIENTS (dnsperf -c, 8).
 # Exit status: 0 pass, 1 a wrong or missing answer, a lost query, a failed
 # run or a preload that did not apply; 2 usage or a program missing.
+#
+# Latency: dnsperf -v reports every query with its response time; each run's
+# p50, p99, p99.9 and max over those go into runs.csv, and the medians of the
+# runs' figures per lock are printed beside the QPS (the -v output costs the
+# client the same for both locks).
 set -u
 lib=${1:?usage: soak-unbound.sh LIB [OUTDIR]}
 out=${2:-soak-out}/unbound
@@ -142,7 +147,7 @@ check_provider() {
 	fi
 }
 
-echo "lock,run,qps,sent,completed,lost,noerror" >"$out/runs.csv"
+echo "lock,run,qps,sent,completed,lost,noerror,p50_us,p99_us,p999_us,max_us" >"$out/runs.csv"
 echo "soak-unbound: $unbound, $threads threads, 127.0.0.1:$port, $names names;" \
 	"$runs runs of ${seconds}s per lock, interleaved"
 for ((run = 1; run <= runs; run++)); do
@@ -150,7 +155,7 @@ for ((run = 1; run <= runs; run++)); do
 		log=$out/$lock.$run.log
 		start_server "$lock" "$log" || continue
 		before=$("$python" "$here/dnscheck.py" "$port" $names) || fail "$lock run $run, before: $before"
-		dnsperf -B -s 127.0.0.1 -p "$port" -d "$out/queries" -l "$seconds" -c "$clients" -T 2 \
+		dnsperf -B -s 127.0.0.1 -p "$port" -d "$out/queries" -l "$seconds" -c "$clients" -T 2 -v \
 			>"$out/dnsperf.$lock.$run" 2>&1 || fail "$lock run $run: dnsperf failed: $(tail -5 "$out/dnsperf.$lock.$run")"
 		after=$("$python" "$here/dnscheck.py" "$port" $names) || fail "$lock run $run, after: $after"
 		stop_server
@@ -161,17 +166,29 @@ for ((run = 1; run <= runs; run++)); do
 			/Queries lost:/ { lost = $3 }
 			/Response codes:/ { noerror = ($3 == "NOERROR") ? $4 : 0 }
 			/Queries per second:/ { qps = $4 }
-			END { printf "%s,%d,%s,%s,%s,%s,%s\n", lock, run, qps, sent, completed, lost, noerror }' \
+			END { printf "%s,%d,%s,%s,%s,%s,%s", lock, run, qps, sent, completed, lost, noerror }' \
 			"$out/dnsperf.$lock.$run" >>"$out/runs.csv"
-		tail -n 1 "$out/runs.csv" | awk -F, '{ printf "  %-10s run %d: %s qps, %s sent, %s lost\n", $1, $2, $3, $4, $6 }'
+		# every query's response time, sorted: its percentiles (mawk has no sort)
+		awk '/^> / { printf "%.0f\n", $NF * 1e6 }' "$out/dnsperf.$lock.$run" | sort -n |
+			awk 'function at(q,   r) { r = int(q * NR); if (r < q * NR) r++; if (r < 1) r = 1; return l[r] }
+				{ l[NR] = $1 }
+				END { if (NR > 0) printf ",%s,%s,%s,%s\n", at(0.5), at(0.99), at(0.999), l[NR]; else printf ",,,,\n" }' \
+			>>"$out/runs.csv"
+		tail -n 1 "$out/runs.csv" | awk -F, '{ printf "  %-10s run %d: %s qps, %s sent, %s lost; latency p99 %s us, p99.9 %s us\n", $1, $2, $3, $4, $6, $9, $10 }'
 		tail -n 1 "$out/runs.csv" | awk -F, '$6 != 0 || $7 != $5 || $3 == "" { exit 1 }' ||
 			fail "$lock run $run: queries lost or not NOERROR: $(tail -n 1 "$out/runs.csv")"
 	done
 done
 
 echo
-echo "QPS (dnsperf, ${seconds}s, $clients clients; median [min-max] of $runs runs):"
-awk -F, 'NR > 1 && $3 != "" { v[$1, ++n[$1]] = $3 }
+echo "QPS and response time (dnsperf, ${seconds}s, $clients clients; median [min-max] of $runs runs;"
+echo "the latencies in microseconds, each the median of the runs' own percentile):"
+awk -F, 'NR > 1 && $3 != "" { v[$1, ++n[$1]] = $3; for (c = 8; c <= 11; c++) L[$1, c, n[$1]] = $c }
+	function lmed(l, c,   a, i, j, t, k) {
+		k = n[l]; for (i = 1; i <= k; i++) a[i] = L[l, c, i] + 0
+		for (i = 2; i <= k; i++) for (j = i; j > 1 && a[j-1] > a[j]; j--) { t = a[j]; a[j] = a[j-1]; a[j-1] = t }
+		return k % 2 ? a[(k + 1) / 2] : (a[k / 2] + a[k / 2 + 1]) / 2
+	}
 	function med(l,   a, i, j, t, k) {
 		k = n[l]; for (i = 1; i <= k; i++) a[i] = v[l, i]
 		for (i = 2; i <= k; i++) for (j = i; j > 1 && a[j-1] > a[j]; j--) { t = a[j]; a[j] = a[j-1]; a[j-1] = t }
@@ -182,8 +199,11 @@ awk -F, 'NR > 1 && $3 != "" { v[$1, ++n[$1]] = $3 }
 		for (l = 1; l <= 2; l++) {
 			lock = l == 1 ? "glibc" : "ticketspin"
 			if (!n[lock]) continue
-			m = med(lock); printf "  %-10s %8.0f [%.0f-%.0f]\n", lock, m, lo, hi
-			if (l == 1) g = m; else if (g > 0) printf "  ticketspin/glibc: %.3f\n", m / g
+			m = med(lock); printf "  %-10s %8.0f [%.0f-%.0f] qps; latency p50 %.0f, p99 %.0f, p99.9 %.0f, max %.0f us\n",
+				lock, m, lo, hi, lmed(lock, 8), lmed(lock, 9), lmed(lock, 10), lmed(lock, 11)
+			if (l == 1) { g = m; g99 = lmed(lock, 9); g999 = lmed(lock, 10) }
+			else if (g > 0) printf "  ticketspin/glibc: qps %.3f, p99 %.2f, p99.9 %.2f\n", m / g,
+				(g99 > 0 ? lmed(lock, 9) / g99 : 0), (g999 > 0 ? lmed(lock, 10) / g999 : 0)
 		}
 	}' "$out/runs.csv" | tee "$out/qps.txt"
 
