@@ -150,6 +150,50 @@ Test(harness, spin_is_ticketspin_under_the_preload_and_glibc_without)
 	cr_assert(strstr(r.err, "libc.so") != NULL, "%s", r.err);
 }
 
+/*
+ * --histogram: every acquisition is in the lock wait's histogram (its counts
+ * add up to the acquisitions) and every iteration but each thread's first
+ * in the iterations' (each thread's first call has no call before it).
+ */
+Test(harness, histograms_count_every_acquisition)
+{
+	static char hist[1 << 16]; /* up to 740 buckets of about 35 characters */
+	char path[] = "/tmp/ticketspin-hist-XXXXXX";
+	struct probe_result r;
+	double total, counted[2] = { 0, 0 };
+	const char *line;
+	int fd = mkstemp(path);
+
+	cr_assert(fd >= 0);
+	close(fd);
+	probe_run(&r, NULL,
+	          (const char *const[]){ "sh", "-c", "exec \"$0\" --lock=mutex --threads=2 --work=10 "
+	                                 "--seconds=0.05 --histogram 2>\"$1\"", HARNESS, path, NULL },
+	          60);
+	cr_assert_eq(r.status, 0, "status %d\n%s%s", r.status, r.out, r.err);
+	read_text_file(path, hist, sizeof(hist));
+	unlink(path);
+	cr_assert(strlen(hist) < sizeof(hist) - 1, "histograms longer than the buffer");
+	cr_assert(strstr(hist, "wait histogram: from_us to_us count share_at_or_above\n") != NULL,
+	          "%s", hist);
+	cr_assert(strstr(hist, "iter histogram: from_us to_us count share_at_or_above\n") != NULL,
+	          "%s", hist);
+	total = field(r.out, "acquisitions");
+	for (line = hist; line != NULL && *line != '\0'; line = strchr(line, '\n'), line += line != NULL) {
+		double from, to, count, share;
+		char name[8];
+
+		if (sscanf(line, "%7s %lf %lf %lf %lf", name, &from, &to, &count, &share) == 5) {
+			cr_assert(from <= to && count > 0 && share > 0 && share <= 1, "%.80s", line);
+			counted[strcmp(name, "iter") == 0] += count;
+		}
+	}
+	cr_assert(total > 2, "%s", r.out);
+	cr_assert_eq(counted[0], total, "the waits counted: %.0f of %.0f", counted[0], total);
+	cr_assert_eq(counted[1], total - 2, "the iterations counted: %.0f of %.0f - 2", counted[1],
+	             total);
+}
+
 Test(harness, shapes_layout_and_touch)
 {
 	static const char *const shapes[][3] = {
