@@ -152,6 +152,9 @@
 #define unwatched(w)   ((w) & (WMASK - WATCHING - BYP_MASK))    /* & ~(TS_WATCHING | TS_BYPASS_MASK) */
 /* slowpath.c: stolen(), of a word whose lock byte is free */
 #define stolen(w)      (queued(w) == 0 -> LOCKED : ((w) | LOCKED) + (((w) & WATCHING) -> BYP_ONE : 0))
+/* slowpath.c: trylocked(): as stolen(), the count saturating at the field's top */
+#define BYP_TOP     3             /* TS_BYPASS_MAX, scaled to the 2-bit field */
+#define trylocked(w)   ((((w) & WATCHING) && bypass(w) >= BYP_TOP) -> ((w) | LOCKED) : stolen(w))
 
 #ifndef ACTIVE
 #define ACTIVE 0                  /* TICKET_ACTIVE != 0: an outsider gives back a lock it may keep */
@@ -257,6 +260,30 @@ inline steal(me, w, ok)
 				assert(watch_on && queued(w) > 0 && head(w) == watch_tk);
 				bypassed++;
 				assert(bypassed <= BYPASS)
+			:: else
+			fi;
+			ok = 1
+		:: else -> w = word; ok = 0
+		fi
+	}
+}
+
+/*
+ * ts_trylock_slow() taking the free lock past any queue, the bound included
+ * (a trylock never waits its turn: POSIX lets it fail only on a held lock):
+ * no bound holds it, so it is not counted in "bypassed", which checks
+ * TICKET_BYPASS against the steals of threads that would wait.  @w: the
+ * word the CAS expects.
+ */
+inline trylock_take(me, w, ok)
+{
+	atomic {
+		drain(me);
+		if
+		:: word == w ->
+			word = trylocked(w);
+			if
+			:: w & WATCHING -> assert(watch_on && queued(w) > 0 && head(w) == watch_tk)
 			:: else
 			fi;
 			ok = 1
@@ -390,10 +417,10 @@ acquire:
 		:: else
 		fi;
 try_slow:
-		/* ts_trylock_slow() (slowpath.c): steal while may_steal(). */
+		/* ts_trylock_slow() (slowpath.c): take the lock while it is free. */
 		if
-		:: may_steal(w) ->
-			steal(me, w, ok);
+		:: !(lockb(w) & LOCKED) ->
+			trylock_take(me, w, ok);
 			if
 			:: ok -> ok = 0; w = 0; goto critical
 			:: else -> goto try_slow
