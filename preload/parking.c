@@ -38,6 +38,8 @@
  */
 #include "parking.h"
 
+#include "probes.h"
+
 #include <errno.h>
 #include <limits.h>
 #include <sched.h>
@@ -137,12 +139,17 @@ enum ts_sleep ts_sleep_in_queue(ts_word_t *lock, uint32_t hash, uint8_t ticket, 
 	 * (slowpath.c, take_as_head()), which reads TS_SLEEPERS.
 	 */
 	uint32_t word = __atomic_fetch_or(lock, TS_SLEEPERS, __ATOMIC_SEQ_CST) | TS_SLEEPERS;
+	enum ts_sleep how;
 
 	if (ts_head(word) == ticket)
 		return TS_SLEEP_SKIPPED;
+	TS_PROBE3(sleep, lock, (int)ticket, TS_PROBE_SLEEP_BEHIND);
 	if (word & TS_SHARED)
-		return futex_sleep(lock, true, word, ticket, nap_ns);
-	return futex_sleep(&slot->seq, false, seq, ticket, nap_ns);
+		how = futex_sleep(lock, true, word, ticket, nap_ns);
+	else
+		how = futex_sleep(&slot->seq, false, seq, ticket, nap_ns);
+	TS_PROBE3(wake, lock, (int)ticket, (int)how);
+	return how;
 }
 
 enum ts_sleep ts_sleep_as_head(ts_word_t *lock, uint32_t hash, uint8_t ticket, uint64_t nap_ns)
@@ -151,6 +158,7 @@ enum ts_sleep ts_sleep_as_head(ts_word_t *lock, uint32_t hash, uint8_t ticket, u
 	uint32_t seq = __atomic_load_n(&slot->seq, __ATOMIC_ACQUIRE);
 	uint32_t word = __atomic_load_n(lock, __ATOMIC_RELAXED);
 	uint32_t asleep;
+	enum ts_sleep how;
 
 	do {
 		if (ts_head(word) != ticket || !ts_is_held(word))
@@ -159,12 +167,18 @@ enum ts_sleep ts_sleep_as_head(ts_word_t *lock, uint32_t hash, uint8_t ticket, u
 		/* SEQ_CST: ordered against the unlock's load (see "Why no lost wake-up"). */
 	} while (!__atomic_compare_exchange_n(lock, &word, asleep, false, __ATOMIC_SEQ_CST,
 	                                      __ATOMIC_RELAXED));
-	if (asleep & TS_SHARED)
-		return futex_sleep(lock, true, asleep, ticket, nap_ns);
-	/* An unlock whose store landed since: it may have missed the request. */
-	if (!ts_is_held(__atomic_load_n(lock, __ATOMIC_SEQ_CST)))
-		return TS_SLEEP_SKIPPED;
-	return futex_sleep(&slot->seq, false, seq, ticket, nap_ns);
+	if (asleep & TS_SHARED) {
+		TS_PROBE3(sleep, lock, (int)ticket, TS_PROBE_SLEEP_HEAD);
+		how = futex_sleep(lock, true, asleep, ticket, nap_ns);
+	} else {
+		/* An unlock whose store landed since: it may have missed the request. */
+		if (!ts_is_held(__atomic_load_n(lock, __ATOMIC_SEQ_CST)))
+			return TS_SLEEP_SKIPPED;
+		TS_PROBE3(sleep, lock, (int)ticket, TS_PROBE_SLEEP_HEAD);
+		how = futex_sleep(&slot->seq, false, seq, ticket, nap_ns);
+	}
+	TS_PROBE3(wake, lock, (int)ticket, (int)how);
+	return how;
 }
 
 /*
@@ -219,12 +233,17 @@ enum ts_sleep ts_sleep_outside(ts_word_t *lock, uint32_t hash, uint32_t capacity
 	struct parking_slot *slot = slot_of(hash);
 	uint32_t seq = __atomic_load_n(&slot->outside_seq, __ATOMIC_SEQ_CST);
 	struct timespec nap = { (time_t)(nap_ns / 1000000000ull), (long)(nap_ns % 1000000000ull) };
+	enum ts_sleep how;
 
 	/* Room appeared since we looked: no sleep.  (SEQ_CST: against the waker's bump.) */
 	if (ts_queued(__atomic_load_n(lock, __ATOMIC_SEQ_CST)) < capacity)
 		return TS_SLEEP_SKIPPED;
-	return sleep_result(syscall(SYS_futex, &slot->outside_seq, FUTEX_WAIT_PRIVATE, seq, &nap,
-	                            NULL, 0));
+	/* No ticket: -1 (probes.h). */
+	TS_PROBE3(sleep, lock, -1, TS_PROBE_SLEEP_OUTSIDE);
+	how = sleep_result(syscall(SYS_futex, &slot->outside_seq, FUTEX_WAIT_PRIVATE, seq, &nap,
+	                           NULL, 0));
+	TS_PROBE3(wake, lock, -1, (int)how);
+	return how;
 }
 
 void ts_wake_outside(uint32_t hash)

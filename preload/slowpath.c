@@ -153,6 +153,7 @@
 #include "fork.h"
 #include "misuse.h"
 #include "parking.h"
+#include "probes.h"
 #include "stall.h"
 #include "stats.h"
 
@@ -417,10 +418,11 @@ struct waiter {
 	bool stats_look_due;          /* TICKET_STATS: the wait's timing starts at the next look */
 };
 
+/* The values are the acquired probe's "how" (probes.h). */
 enum how_taken {
-	STOLEN,  /* taken with no ticket */
-	AS_HEAD, /* taken at the head of the queue */
-	ESCAPED, /* taken by the last in line, its ticket given back */
+	STOLEN = TS_PROBE_HOW_STOLEN,   /* taken with no ticket */
+	AS_HEAD = TS_PROBE_HOW_HEAD,    /* taken at the head of the queue */
+	ESCAPED = TS_PROBE_HOW_ESCAPED, /* taken by the last in line, its ticket given back */
 };
 
 /*
@@ -935,6 +937,7 @@ static bool rest(const struct ts_config *cfg, ts_word_t *lock, uint32_t hash)
 		return false;
 	}
 	__atomic_store_n(last_rester_slot(hash), (uintptr_t)&rest_token, __ATOMIC_RELAXED);
+	TS_PROBE2(rest, lock, cfg->rest_us);
 	ts_sleep_us(cfg->rest_us / 2u);
 	marked = mark_free_lock(lock);
 	ts_rest(cfg->rest_us - cfg->rest_us / 2u);
@@ -996,7 +999,15 @@ static __attribute__((noinline)) void lock_queued(ts_word_t *lock, uint32_t word
 	uint8_t ticket = 0;
 	ts_word_t *before;
 	bool lined_up;             /* waited in the active set's line (step 8) */
+	uint64_t traced_since = 0; /* the wait's start, read only while acquired is traced */
 
+	/*
+	 * The probes (probes.h): a nop each untraced; the clock only for a
+	 * tracer of acquired, whose semaphore says one is attached.
+	 */
+	TS_PROBE2(wait_begin, lock, caller);
+	if (TS_PROBE_ENABLED(acquired))
+		traced_since = ts_now_ns();
 	w.entry = ts_delay_entry_claim(cfg, hash, &w.delay, &w.next_delay);
 	/*
 	 * Noted before a ticket can be drawn: a fork() by another thread between
@@ -1014,6 +1025,7 @@ static __attribute__((noinline)) void lock_queued(ts_word_t *lock, uint32_t word
 		if (dozes < TS_DOZES_MAX && doze_pays(cfg, word, rested, hash)) {
 			dozes++;
 			stats_wait_begins_outside(&w, &wait_timed);
+			TS_PROBE2(doze, lock, cfg->doze_us);
 			ts_doze(cfg->doze_us);
 			w.st.dozes = 1;
 			word = __atomic_load_n(lock, __ATOMIC_RELAXED);
@@ -1053,6 +1065,10 @@ static __attribute__((noinline)) void lock_queued(ts_word_t *lock, uint32_t word
 		}
 		wait_outside(&w, &word);
 	}
+	/* 0: the tracer attached during the wait, whose start is unknown. */
+	if (TS_PROBE_ENABLED(acquired))
+		TS_PROBE3(acquired, lock, traced_since != 0 ? ts_now_ns() - traced_since : 0,
+		          (int)how);
 	ts_fork_queued_done(before);
 	turn_starts_over(); /* we waited: the next turn is timed afresh */
 	if (w.tune) {

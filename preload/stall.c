@@ -17,6 +17,7 @@
 #include "stall.h"
 
 #include "log.h"
+#include "probes.h"
 #include "ticket_lock.h"
 
 #include <stdio.h>
@@ -41,6 +42,8 @@ void ts_stall_check(struct ts_stall_watch *watch, const struct ts_config *cfg,
 	if (waited_ms < cfg->stall_ms)
 		return;
 	watch->reported = true; /* once per wait, printed or suppressed */
+	/* Before the rate limit: a tracer sees every stall, printed or not. */
+	TS_PROBE3(stall, lock, now_ns - watch->since_ns, caller);
 	if (!ts_rate_allows(&stall_rate, &skipped))
 		return;
 	ts_suppressed_note(note, sizeof(note), skipped);
