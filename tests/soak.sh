@@ -7,7 +7,7 @@
 # preload is slower than SOAK_LIMIT x glibc's median, in wall time or in user
 # CPU, or when any run fails.
 #
-# The programs (see README.md, "Soak"):
+# The programs (see doc/reliability.md, "Soak"):
 #   stress-ng --pthread 8   issue 9's program: 8 processes create rounds of
 #                           1024 threads that each take a process-shared
 #                           spinlock once, while the main thread polls it
