@@ -1,0 +1,152 @@
+#!/bin/bash
+# ticketspin-compare on any command (issue 41, item 4):
+#   - a command that prints no throughput line (tests/lockprobe hammer, which
+#     takes a spinlock) is compared by its wall, user and sys time: a row for glibc
+#     and for each mode with "median [min-max]" of each, every run in the CSV
+#     with its three times, at no thread count ("-"), the repeats interleaved
+#     (repeat 2 starts from the second mode);
+#   - a command that never calls pthread_spin_* (true) runs, with a warning;
+#     one that does (lockprobe) gets none;
+#   - {threads} sweeps as before, and the title shows the command as run,
+#     with T and the counts in place of {threads}, on stdout and in the graph;
+#   - --threads without {threads} is a usage error (exit status 2);
+#   - a bare example name is found among the example programs
+#     (TICKETSPIN_EXAMPLES_DIR here, the build tree's or $(libexecdir)'s
+#     otherwise), and is "not found" where it is not.
+# Tiny runs only: nothing here depends on how fast a mode is.  COMPARE may
+# name another copy of the script (to see this test fail against it).
+# Run by 'make check' (tests/Makefile.am) from the build's tests/ directory.
+set -u
+
+compare=${COMPARE:-../tools/ticketspin-compare}
+lockprobe=$PWD/lockprobe
+semaphore=$(cd ../examples 2>/dev/null && pwd -P)/semaphore
+lib=${TICKETSPIN_LIB:-../preload/.libs/libticketspin.so}
+failures=0
+
+fail() {
+	echo "FAIL: $*"
+	failures=$((failures + 1))
+}
+
+for f in "$compare" "$lockprobe" "$semaphore" "$lib"; do
+	[ -e "$f" ] || { echo "ERROR: $f not found"; exit 99; }
+done
+dir=$(mktemp -d "${TMPDIR:-/tmp}/ticketspin-test-compare.XXXXXX") || exit 99
+trap 'rm -rf "$dir"' EXIT
+have_gnuplot=0
+command -v gnuplot >/dev/null 2>&1 && have_gnuplot=1
+
+# run ARG...: ticketspin-compare with ARGs (and a time limit that turns a hang
+# into a failure soon); status in $status, output in $dir/stdout and
+# $dir/stderr
+run() {
+	"$compare" --timeout 20 "$@" >"$dir/stdout" 2>"$dir/stderr"
+	status=$?
+}
+show() {
+	echo "--- stdout"; cat "$dir/stdout"; echo "--- stderr"; cat "$dir/stderr"
+}
+
+# ---- a command with no throughput line: wall, user and sys ----------------
+run -q -r 2 -m glibc,off,auto --lib "$lib" -o "$dir/out" -n spin -- "$lockprobe" hammer 2 1 20000
+if [ "$status" -ne 0 ]; then
+	fail "lockprobe: status $status, not 0"; show
+else
+	grep -q '^time, seconds: median \[min-max\] of 2 runs' "$dir/stdout" ||
+		{ fail "lockprobe: no time table"; show; }
+	# mode, then wall, user and sys: "0.012 [0.011-0.013]" each
+	cell='[0-9]+\.[0-9]{3} \[[0-9]+\.[0-9]{3}-[0-9]+\.[0-9]{3}\]'
+	for mode in glibc off auto; do
+		grep -Eq "^$mode +$cell +$cell +$cell +" "$dir/stdout" ||
+			{ fail "lockprobe: no '$mode' row with wall, user and sys"; show; }
+	done
+	csv=$dir/out/spin.csv
+	head -n 1 "$csv" | grep -q '^name,mode,threads,repeat,throughput,wall_seconds,user_seconds,sys_seconds,' ||
+		fail "lockprobe: CSV header: $(head -n 1 "$csv")"
+	# six runs, every one ok, at no thread count, its three times numbers
+	good=$(awk -F, 'NR > 1 && $3 == "-" && $NF == "ok" &&
+	                $6 ~ /^[0-9]+\.[0-9]+$/ && $7 ~ /^[0-9]+\.[0-9]+$/ && $8 ~ /^[0-9]+\.[0-9]+$/' "$csv" | wc -l)
+	[ "$good" -eq 6 ] || { fail "lockprobe: $good of 6 runs ok with three times:"; cat "$csv"; }
+	order=$(awk -F, 'NR > 1 { printf "%s ", $2 }' "$csv")
+	[ "$order" = "glibc off auto off auto glibc " ] ||
+		fail "lockprobe: runs not interleaved as expected: $order"
+	grep -q '^glibc,-,2,2,' "$dir/out/spin-summary.csv" ||
+		{ fail "lockprobe: summary:"; cat "$dir/out/spin-summary.csv"; }
+	grep -q 'do not call pthread_spin_lock' "$dir/stderr" &&
+		fail "lockprobe takes a spinlock, but was said not to: $(cat "$dir/stderr")"
+	if [ $have_gnuplot -eq 1 ]; then
+		[ -s "$dir/out/spin.png" ] || { fail "lockprobe: no graph"; show; }
+	fi
+fi
+[ $failures -eq 0 ] && echo "ok: lockprobe compared by wall, user and sys time, interleaved"
+
+# ---- a command that never calls pthread_spin_*: runs, with a warning ------
+f0=$failures
+run -q -r 1 -m glibc,auto --lib "$lib" -o "$dir/out" -n true --no-plot -- true
+[ "$status" -eq 0 ] || { fail "true: status $status, not 0"; show; }
+grep -q 'do not call pthread_spin_lock' "$dir/stderr" ||
+	{ fail "true: no warning that it does not call pthread_spin_lock"; show; }
+[ $failures -eq $f0 ] && echo "ok: true runs in every mode, with a warning"
+
+# ---- a sweep, the title, and an example found by its bare name ------------
+f0=$failures
+mkdir -p "$dir/libexec" && ln -s "$semaphore" "$dir/libexec/ts-semaphore" || exit 99
+TICKETSPIN_EXAMPLES_DIR=$dir/libexec \
+	run -q -t 1,2 -r 1 -m glibc,auto --lib "$lib" -o "$dir/out" -n sweep -- \
+	ts-semaphore --threads {threads} --seconds 0.05
+if [ "$status" -ne 0 ]; then
+	fail "sweep: status $status, not 0"; show
+else
+	shown='ts-semaphore --threads T --seconds 0.05 (T = 1,2)'
+	grep -qxF "== sweep: $shown" "$dir/stdout" || { fail "sweep: title on stdout"; show; }
+	grep -q '{threads}' "$dir/stdout" && fail "sweep: {threads} shown on stdout"
+	for t in 1 2; do
+		grep -Eq "^ +$t +[0-9.]+[kMG]? +[0-9.]+[kMG]?$" "$dir/stdout" ||
+			{ fail "sweep: no throughput row at $t threads"; show; }
+	done
+	ok=$(grep -c ',ok$' "$dir/out/sweep.csv")
+	[ "$ok" -eq 4 ] || { fail "sweep: $ok of 4 runs ok"; cat "$dir/out/sweep.csv"; }
+	if [ $have_gnuplot -eq 1 ]; then
+		grep -qxF "set title '$shown'" "$dir/out/sweep.gp" ||
+			{ fail "sweep: the graph's title:"; grep title "$dir/out/sweep.gp"; }
+		[ -s "$dir/out/sweep.png" ] || { fail "sweep: no graph"; show; }
+	fi
+fi
+[ $failures -eq $f0 ] && echo "ok: a sweep of an example found by name, its title as run"
+
+# without the examples directory the name is not found
+f0=$failures
+TICKETSPIN_EXAMPLES_DIR=$dir/nowhere \
+	run -q -m glibc --lib "$lib" -o "$dir/out" -- ts-semaphore --seconds 0.05
+[ "$status" -eq 2 ] && grep -q "command not found: ts-semaphore" "$dir/stderr" ||
+	{ fail "ts-semaphore without its directory: status $status"; show; }
+[ $failures -eq $f0 ] && echo "ok: an example outside the examples directory is not found"
+
+# ---- a throughput with no sweep: one bar per mode ------------------------
+f0=$failures
+run -q -r 1 -m glibc,auto --lib "$lib" -o "$dir/out" -n bars -- \
+	"$semaphore" --threads 2 --seconds 0.05
+if [ "$status" -ne 0 ]; then
+	fail "bars: status $status, not 0"; show
+else
+	grep -Eq '^ +- +[0-9.]+[kMG]? +[0-9.]+[kMG]?$' "$dir/stdout" ||
+		{ fail "bars: no throughput row at no thread count"; show; }
+	if [ $have_gnuplot -eq 1 ]; then
+		[ -s "$dir/out/bars.png" ] || { fail "bars: no graph"; show; }
+	fi
+fi
+[ $failures -eq $f0 ] && echo "ok: a throughput with no sweep"
+
+# ---- --threads without {threads}: a usage error ---------------------------
+f0=$failures
+run -t 1,2 --lib "$lib" -o "$dir/out" -- true
+[ "$status" -eq 2 ] && grep -q 'no {threads} placeholder' "$dir/stderr" ||
+	{ fail "-t without {threads}: status $status"; show; }
+[ $failures -eq $f0 ] && echo "ok: --threads without {threads} refused"
+
+if [ $failures -gt 0 ]; then
+	echo "$failures failure(s)"
+	exit 1
+fi
+exit 0
