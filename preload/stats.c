@@ -33,7 +33,8 @@
  *
  * Wait time: from the slow path's first look at the lock (one backoff after
  * the ticket is drawn, see wait_in_line()) to the acquisition, every
- * contended acquisition; none for one served at that first look.
+ * contended acquisition with a start time; one served at that first look
+ * has none, and the report leaves it out of the wait figures (stats_report.c).
  *
  * Hold time: from the clock read as a contended acquisition became ours
  * (ts_stats_record) to the one just after its release

@@ -41,7 +41,8 @@
 #include <stdint.h>
 
 #define TS_FILE_MAGIC    0x7473746174737331ull /* "1sstatst" */
-#define TS_FILE_VERSION  7u /* 3: rests; 4: spins; 5: line; 6: skips; 7: dozes for spins */
+#define TS_FILE_VERSION  8u /* 3: rests; 4: spins; 5: line; 6: skips; 7: dozes for spins;
+                            * 8: "timed" and the wait histogram only the waits that waited */
 #define TS_FILE_PREFIX   "ticketspin-stats."
 
 #define TS_LOCK_SLOTS_LOG2 9
@@ -121,7 +122,12 @@ struct ts_lock_rec {
 	uint64_t latest; /* clock of the latest record, whose delay is "now" */
 	struct ts_segment seg; /* the current segment */
 	uint64_t ahead_sum, polls, yields, parks, rests, skips, dozes, line, borrows;
-	uint64_t timed, wait_sum, wait_max;  /* waits with a start time */
+	/*
+	 * Waits that waited: with a start time, and not served at the first
+	 * look (a wait of none, which would put the percentiles below the
+	 * mean); their count is the report's "waited".
+	 */
+	uint64_t timed, wait_sum, wait_max;
 	uint64_t holds, hold_sum, hold_max;  /* hold samples */
 	uint32_t delay_now, delay_max;
 	uint32_t ahead_max;
@@ -270,7 +276,8 @@ void ts_report_free(struct ts_report *report);
  */
 struct ts_report_row {
 	unsigned long long lock, total, contended, holds;
-	double wait_total_ms, wait_mean, wait_p99, wait_max; /* ms; us, us, us */
+	unsigned long long waited;                           /* acquisitions that waited */
+	double wait_total_ms, wait_mean, wait_p99, wait_p999, wait_max; /* ms; us... */
 	char hold_mean[24], hold_p99[24], hold_max[24];      /* us, or "-" */
 	double ahead_avg, polls;
 	unsigned ahead_max;

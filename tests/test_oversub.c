@@ -120,7 +120,11 @@ static long parks_reported(const char *err)
 	long columns = 0, parks = -1;
 
 	cr_assert_not_null(header, "no stats report:\n%s", err);
-	/* The data row follows the header lines; "parks" is its 16th field, after the prefix. */
+	/*
+	 * The data row follows the header lines; "parks" is its 18th field,
+	 * after the prefix (ts_report_write's order: the core, with
+	 * ts_report_parse_row, is not linked in here).
+	 */
 	row = strchr(header, '\n');
 	cr_assert_not_null(row);
 	row = strstr(row, "0x");
@@ -128,7 +132,7 @@ static long parks_reported(const char *err)
 	char copy[512];
 	snprintf(copy, sizeof(copy), "%s", row);
 	for (char *field = strtok(copy, " \t"); field != NULL; field = strtok(NULL, " \t")) {
-		if (++columns == 16) {
+		if (++columns == 18) {
 			parks = strtol(field, NULL, 10);
 			break;
 		}

@@ -77,7 +77,7 @@ $long"
 check_fitted 80 "$(report --width=80 "$pid")" "report --width=80"
 text=$(report --width=250 "$pid")
 check_fitted 250 "$text" "report --width=250"
-for title in "total>=" threads ahead polls delay yields parks rests skips dozed line steals wait-ms; do
+for title in p99.9 "total>=" threads waited ahead polls delay yields parks rests skips dozed line steals wait-ms; do
 	printf '%s\n' "$text" | grep -q "^lock .* $title " ||
 		fail "--width=250: no column $title"
 done
@@ -96,14 +96,14 @@ else
 fi
 
 # CSV: the documented header, every field of every row
-header='time,pid,state,lock,total,contended,per_s,wait_total_ms,wait_mean_us,wait_p99_us,wait_max_us,hold_mean_us,hold_p99_us,hold_max_us,holds,ahead_avg,ahead_max,polls,delay_now,delay_max,yields,parks,rests,skips,dozed,line,threads,steals,sites,site1,site1_share,site2,site2_share,site3,site3_share'
+header='time,pid,state,lock,total,contended,per_s,wait_total_ms,waited,wait_mean_us,wait_p99_us,wait_p999_us,wait_max_us,hold_mean_us,hold_p99_us,hold_max_us,holds,ahead_avg,ahead_max,polls,delay_now,delay_max,yields,parks,rests,skips,dozed,line,threads,steals,sites,site1,site1_share,site2,site2_share,site3,site3_share'
 csv=$(report --csv "$pid") || fail "report --csv failed"
 [ "$(printf '%s\n' "$csv" | head -n 1)" = "$header" ] || fail "CSV header changed: $(printf '%s\n' "$csv" | head -n 1)"
 rows=$(printf '%s\n' "$csv" | tail -n +2)
 [ "$(printf '%s\n' "$rows" | grep -c .)" -eq 2 ] || fail "CSV: not 2 rows: $csv"
 # fields, with the quoted call sites (no comma in them here) taken as one
-bad=$(printf '%s\n' "$rows" | awk -F, '{ gsub(/"[^"]*"/, "S") } NF != 35')
-[ -z "$bad" ] || fail "CSV rows without 35 fields: $bad"
+bad=$(printf '%s\n' "$rows" | awk -F, '{ gsub(/"[^"]*"/, "S") } NF != 37')
+[ -z "$bad" ] || fail "CSV rows without 37 fields: $bad"
 row=$(printf '%s\n' "$rows" | awk -F, -v l="$lock0" '$4 == l')
 [ "$(printf '%s\n' "$row" | cut -d, -f2,3,6)" = "$pid,exited,$contended_wide" ] ||
 	fail "CSV row of $lock0 disagrees (pid, state, contended $contended_wide): $row"

@@ -35,6 +35,7 @@ struct event {
 	uint32_t polls, delay;
 	uint32_t borrowed;   /* 1: taken with no ticket (stolen), k meaningless; 2: pthread_spin_init */
 	int at_once;         /* 1: served at the first look, then released; 2: never released */
+	int waited;          /* 1: the wait has a start time (1 clock unit after the clock's 0) */
 };
 
 static struct event *events;
@@ -56,7 +57,8 @@ static void *recorder(void *arg)
 		}
 		struct ts_wait_stats w = { .polls = events[i].polls, .yields = 1,
 			                   .borrows = events[i].borrowed, .ahead = events[i].ahead,
-			                   .at_once = events[i].at_once != 0 };
+			                   .at_once = events[i].at_once != 0,
+			                   .begin = events[i].waited ? 1 : 0 };
 		if (events[i].borrowed == 2)
 			ts_stats_init(events[i].lock);
 		else
@@ -81,7 +83,7 @@ static void record_all(int threads)
 
 static void add(int thread, const void *lock, uint64_t k, const void *caller)
 {
-	events[nevents++] = (struct event){ thread, lock, k, caller, 1, 10, 0, 0, 0 };
+	events[nevents++] = (struct event){ thread, lock, k, caller, 1, 10, 0, 0, 0, 0 };
 }
 
 /* The report as ts_stats_report writes it. */
@@ -360,11 +362,51 @@ Test(stats_merge, served_at_once_waits_none_and_still_counts)
 	cr_assert(row_of(text, &lock_a, &row), "%s", text);
 	cr_assert_eq(row.contended, 900 + 899, "%s", text);
 	cr_assert_eq(row.total, 1799, "%s", text);
-	/* thread 0's waits are not timed here (no begin): the timed ones are thread 1's, of none */
+	/* thread 0's waits are not timed here (no begin), and thread 1's were no waits */
 	cr_assert(row.wait_max == 0 && row.wait_mean == 0 && row.wait_total_ms == 0, "%s", text);
+	cr_assert_eq(row.waited, 0, "%s", text);
 	cr_assert(row_of(text, &lock_b, &row), "%s", text);
 	cr_assert_eq(row.contended, 1, "%s", text);
 	cr_assert_eq(row.total, 1, "%s", text);
+}
+
+/*
+ * The wait figures are of the acquisitions that waited (issue 41): served
+ * at the first look, an acquisition is no wait to time.  Were it counted as
+ * a wait of none, 990 of them beside 10 long waits would put the p99 at
+ * bucket 0's top, far below the mean.  No time is asserted: the waits are
+ * whatever the clock says since 1, compared only with one another.
+ */
+Test(stats_merge, only_waits_that_waited_make_the_wait_figures)
+{
+	static struct event ev[1000];
+	struct ts_report_row row;
+	long n;
+
+	events = ev;
+	for (uint64_t k = 1; k <= 1000; k++) {
+		add(0, &lock_a, k, NULL);
+		if (k % 100 == 0)
+			events[nevents - 1].waited = 1;
+		else
+			events[nevents - 1].at_once = 1;
+	}
+	record_all(1);
+	char *text = report(20, &n);
+	cr_assert_eq(n, 1, "%s", text);
+	cr_assert(row_of(text, &lock_a, &row), "%s", text);
+	cr_assert_eq(row.contended, 1000, "%s", text);
+	cr_assert_eq(row.waited, 10, "%s", text);
+	cr_assert_gt(row.wait_mean, 0, "%s", text);
+	/* the mean is of the 10 waits: total / waited (both printed rounded to 0.001) */
+	double from_total = row.wait_total_ms * 1000.0 / 10;
+	cr_assert_leq(from_total > row.wait_mean ? from_total - row.wait_mean
+	                                         : row.wait_mean - from_total,
+	              row.wait_mean * 1e-3 + 0.01, "%s", text);
+	/* every wait is long: its percentiles lie among them, not below the mean */
+	cr_assert_geq(row.wait_p99, row.wait_mean * 0.5, "p99 below the mean:\n%s", text);
+	cr_assert_geq(row.wait_p999, row.wait_p99, "%s", text);
+	cr_assert_leq(row.wait_p999, row.wait_max, "%s", text);
 }
 
 Test(stats_merge, nothing_recorded)

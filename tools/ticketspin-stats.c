@@ -708,10 +708,10 @@ static void short_site(const char *name, char *buf, size_t size)
 }
 
 enum column_id {
-	COL_LOCK, COL_CONTENDED, COL_RATE, COL_WAIT_MEAN, COL_WAIT_P99, COL_WAIT_MAX, COL_HOLD_MEAN,
-	COL_HOLD_P99, COL_HOLD_MAX, COL_HOLDS, COL_TOTAL, COL_THREADS, COL_AHEAD, COL_POLLS,
-	COL_DELAY, COL_YIELDS, COL_PARKS, COL_RESTS, COL_SKIPS, COL_DOZES, COL_LINE, COL_BORROWS,
-	COL_WAIT_MS, COL_SITE,
+	COL_LOCK, COL_CONTENDED, COL_RATE, COL_WAITED, COL_WAIT_MEAN, COL_WAIT_P99, COL_WAIT_P999,
+	COL_WAIT_MAX, COL_HOLD_MEAN, COL_HOLD_P99, COL_HOLD_MAX, COL_HOLDS, COL_TOTAL, COL_THREADS,
+	COL_AHEAD, COL_POLLS, COL_DELAY, COL_YIELDS, COL_PARKS, COL_RESTS, COL_SKIPS, COL_DOZES,
+	COL_LINE, COL_BORROWS, COL_WAIT_MS, COL_SITE,
 	NCOLUMNS
 };
 
@@ -725,26 +725,29 @@ static const struct column {
 	[COL_LOCK] = { "", "lock", 0, true },
 	[COL_CONTENDED] = { "", "contended", 2, false },
 	[COL_RATE] = { "", "/s", 3, false },
+	/* the wait figures are of the acquisitions that waited, "waited" of them */
+	[COL_WAITED] = { "", "waited", 11, false },
 	[COL_WAIT_MEAN] = { "wait", "mean", 4, false },
 	[COL_WAIT_P99] = { "wait", "p99", 5, false },
+	[COL_WAIT_P999] = { "wait", "p99.9", 8, false },
 	[COL_WAIT_MAX] = { "wait", "max", 6, false },
 	[COL_HOLD_MEAN] = { "hold", "mean", 7, false },
-	[COL_HOLD_P99] = { "hold", "p99", 10, false },
-	[COL_HOLD_MAX] = { "hold", "max", 11, false },
-	[COL_HOLDS] = { "hold", "n", 12, false },
-	[COL_TOTAL] = { "", "total>=", 8, false },
-	[COL_THREADS] = { "", "threads", 9, false },
-	[COL_AHEAD] = { "", "ahead", 13, false },
-	[COL_POLLS] = { "", "polls", 14, false },
-	[COL_DELAY] = { "", "delay", 15, false },
-	[COL_YIELDS] = { "", "yields", 16, false },
-	[COL_PARKS] = { "", "parks", 17, false },
-	[COL_RESTS] = { "", "rests", 18, false },
-	[COL_SKIPS] = { "", "skips", 19, false },
-	[COL_DOZES] = { "", "dozed", 20, false },
-	[COL_LINE] = { "", "line", 21, false },
-	[COL_BORROWS] = { "", "steals", 22, false },
-	[COL_WAIT_MS] = { "", "wait-ms", 23, false },
+	[COL_HOLD_P99] = { "hold", "p99", 12, false },
+	[COL_HOLD_MAX] = { "hold", "max", 13, false },
+	[COL_HOLDS] = { "hold", "n", 14, false },
+	[COL_TOTAL] = { "", "total>=", 9, false },
+	[COL_THREADS] = { "", "threads", 10, false },
+	[COL_AHEAD] = { "", "ahead", 15, false },
+	[COL_POLLS] = { "", "polls", 16, false },
+	[COL_DELAY] = { "", "delay", 17, false },
+	[COL_YIELDS] = { "", "yields", 18, false },
+	[COL_PARKS] = { "", "parks", 19, false },
+	[COL_RESTS] = { "", "rests", 20, false },
+	[COL_SKIPS] = { "", "skips", 21, false },
+	[COL_DOZES] = { "", "dozed", 22, false },
+	[COL_LINE] = { "", "line", 23, false },
+	[COL_BORROWS] = { "", "steals", 24, false },
+	[COL_WAIT_MS] = { "", "wait-ms", 25, false },
 	[COL_SITE] = { "", "top call site (share)", 1, true },
 };
 
@@ -772,6 +775,8 @@ static void row_cells(const struct row *r, const struct site_names *names, struc
 	snprintf(c->cell[COL_RATE], CELL, "%.0f", f->rate);
 	human_us(f->wait_mean, c->cell[COL_WAIT_MEAN], CELL);
 	human_us(f->wait_p99, c->cell[COL_WAIT_P99], CELL);
+	human_us(f->wait_p999, c->cell[COL_WAIT_P999], CELL);
+	snprintf(c->cell[COL_WAITED], CELL, "%llu", f->waited);
 	human_us(f->wait_max, c->cell[COL_WAIT_MAX], CELL);
 	human_text_us(f->hold_mean, c->cell[COL_HOLD_MEAN], CELL);
 	snprintf(c->cell[COL_TOTAL], CELL, "%llu", f->total);
@@ -941,8 +946,8 @@ static void write_csv(const struct row *rows, size_t n, const struct site_names 
                       struct format *f)
 {
 	if (!f->csv_header) {
-		printf("time,pid,state,lock,total,contended,per_s,wait_total_ms,wait_mean_us,"
-		       "wait_p99_us,wait_max_us,hold_mean_us,hold_p99_us,hold_max_us,holds,"
+		printf("time,pid,state,lock,total,contended,per_s,wait_total_ms,waited,wait_mean_us,"
+		       "wait_p99_us,wait_p999_us,wait_max_us,hold_mean_us,hold_p99_us,hold_max_us,holds,"
 		       "ahead_avg,ahead_max,polls,delay_now,delay_max,yields,parks,rests,skips,dozed,line,"
 		       "threads,steals,"
 		       "sites,site1,site1_share,site2,site2_share,site3,site3_share\n");
@@ -955,10 +960,10 @@ static void write_csv(const struct row *rows, size_t n, const struct site_names 
 
 		if (f->has_rate)
 			snprintf(rate, sizeof(rate), "%.0f", f->rate);
-		printf("%.3f,%d,%s,%#llx,%llu,%llu,%s,%.3f,%.3f,%.3f,%.3f,%s,%s,%s,%llu,%.2f,%u,%.1f,"
-		       "%s,%s,%llu,%llu,%llu,%llu,%llu,%llu,%u,%llu,%u",
+		printf("%.3f,%d,%s,%#llx,%llu,%llu,%s,%.3f,%llu,%.3f,%.3f,%.3f,%.3f,%s,%s,%s,%llu,%.2f,"
+		       "%u,%.1f,%s,%s,%llu,%llu,%llu,%llu,%llu,%llu,%u,%llu,%u",
 		       now, h->pid, state, f->lock, f->total, f->contended, rate, f->wait_total_ms,
-		       f->wait_mean, f->wait_p99, f->wait_max, csv_value(f->hold_mean),
+		       f->waited, f->wait_mean, f->wait_p99, f->wait_p999, f->wait_max, csv_value(f->hold_mean),
 		       csv_value(f->hold_p99), csv_value(f->hold_max), f->holds, f->ahead_avg,
 		       f->ahead_max, f->polls, csv_value(f->delay_now), csv_value(f->delay_max),
 		       f->yields, f->parks, f->rests, f->skips, f->dozes, f->line, f->threads, f->borrows,
