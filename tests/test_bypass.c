@@ -23,7 +23,8 @@
  *    is free then, if the lock's last watching head was bypassed fewer than
  *    TS_DOZE_MAX_BYPASSED times; at most TS_DOZES_MAX times, then it
  *    queues; not behind a watching head, not before any head has watched,
- *    not after a head bypassed that often, not with TICKET_DOZE_US=0.
+ *    not after a head bypassed that often, not right after a rest, not
+ *    with TICKET_DOZE_US=0.
  * And strict FIFO (TICKET_QUEUE=0) steals nothing; pthread_spin_trylock() takes
  * a free lock whatever the queue (a watching head at the bound, strict FIFO,
  * a head asleep or stopped), and fails only while the lock is held.
