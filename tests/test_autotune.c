@@ -217,6 +217,32 @@ static void *two_phases(void *arg)
 	return NULL;
 }
 
+/*
+ * We hold @lock until all @threads have drawn a ticket for it (strict FIFO:
+ * no one steals it), and a little longer, then release it.  Every ticket
+ * but the first is a far waiter (two acquisitions or more ahead: us and the
+ * first) whose looks find the lock held: each raises its delay above the
+ * minimum (+1/7 unit), where it stays, since an oversleep lowers a delay
+ * only from 2 units, and never below the minimum (backoff.c).  The 2 ms
+ * only let the far waiters make their first look before our release; a
+ * later look by the last of them still finds the lock held by a ticket
+ * ahead, unless every one ahead had been served while it had no CPU.
+ */
+static void hold_until_all_queued(ts_word_t *lock, int threads)
+{
+	while (ts_queued(__atomic_load_n(lock, __ATOMIC_ACQUIRE)) < (unsigned)threads)
+		usleep(100);
+	usleep(2000);
+	cr_assert(ts_unlock(lock));
+}
+
+/*
+ * Each phase starts with every thread queued behind us (hold_until_all_queued()),
+ * so that at least three of four tune each lock's delay, and at least two
+ * hold both: contention alone left the short-held second lock's delays all
+ * at the minimum about one run in 20 (no thread ever waited two
+ * acquisitions behind on it).
+ */
 static void run_two_phases(int threads, long n1, long n2)
 {
 	pthread_t tids[8];
@@ -224,8 +250,12 @@ static void run_two_phases(int threads, long n1, long n2)
 	rounds = n1;
 	second_rounds = n2;
 	cr_assert_eq(pthread_barrier_init(&between_phases, NULL, (unsigned)threads), 0);
+	ts_lock(first_lock, NULL);
+	ts_lock(second_lock, NULL);
 	for (int i = 0; i < threads; i++)
 		cr_assert_eq(pthread_create(&tids[i], NULL, two_phases, (void *)(uintptr_t)i), 0);
+	hold_until_all_queued(first_lock, threads);
+	hold_until_all_queued(second_lock, threads);
 	for (int i = 0; i < threads; i++)
 		pthread_join(tids[i], NULL);
 	pthread_barrier_destroy(&between_phases);

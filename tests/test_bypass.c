@@ -23,7 +23,8 @@
  *    is free then, if the lock's last watching head was bypassed fewer than
  *    TS_DOZE_MAX_BYPASSED times; at most TS_DOZES_MAX times, then it
  *    queues; not behind a watching head, not before any head has watched,
- *    not after a head bypassed that often, not with TICKET_DOZE_US=0.
+ *    not after a head bypassed that often, not right after a rest, not
+ *    with TICKET_DOZE_US=0.
  * And strict FIFO (TICKET_QUEUE=0) steals nothing; pthread_spin_trylock() takes
  * a free lock whatever the queue (a watching head at the bound, strict FIFO,
  * a head asleep or stopped), and fails only while the lock is held.
@@ -506,6 +507,66 @@ Test(bypass, no_doze_after_a_head_bypassed_as_often_as_the_gate, .timeout = 10)
 	doze_for("100000");
 	a_watching_head_takes_after(TS_DOZE_MAX_BYPASSED);
 	an_arrival_queues_without_dozing(2u << TS_NEXT_SHIFT);
+}
+
+/*
+ * Not after a rest (README, TICKET_DOZE_US): a thread that the bound
+ * stopped and that rested queues, so that the two threads take turns
+ * (slowpath.c, steps 4 and 7), even where it would doze otherwise.  The
+ * arrival is stopped by the bound past a ghost head watching (free lock,
+ * 5 steals counted, TICKET_BYPASS=5) and rests 100 ms.  The mark it leaves
+ * in the free lock byte halfway (rest()) tells us it is in the rest's
+ * second half, whatever the scheduler did: only then do we take the lock
+ * and replace the ghost by two ghost tickets whose head does not watch, on
+ * a lock whose hint says it comes free between acquisitions.  So the rest
+ * is all that stands between the arrival and a doze (the other doze tests
+ * show it dozes there otherwise): it must draw its ticket with no doze
+ * counted.  If we lost our CPU for the whole 50 ms of the rest's second
+ * half, the arrival found the ghost watching again and queued behind it:
+ * not judged.
+ */
+Test(bypass, a_thread_that_has_just_rested_queues_without_dozing, .timeout = 10)
+{
+	struct arrival a = { 0 };
+	uint64_t dozes, rests, start;
+	uint32_t seen;
+
+	bypass("5");
+	setenv("TICKET_REST_US", "100000", 1); /* the longest: a wide window */
+	doze_for("10000"); /* short: a broken rule costs TS_DOZES_MAX of them */
+	cr_assert_eq(ts_config()->rest_us, 100000u);
+	a_watching_head_takes_after(0);
+	dozes = dozes_so_far();
+	rests = rests_so_far();
+	__atomic_store_n(&word, ghost_watching_head() | (5u << TS_BYPASS_SHIFT), __ATOMIC_RELEASE);
+	cr_assert_eq(pthread_create(&a.tid, NULL, arrival_thread, &a), 0);
+	start = ts_now_ns();
+	do {
+		seen = __atomic_load_n(&word, __ATOMIC_ACQUIRE);
+		if (ts_now_ns() - start > 5000000000u)
+			cr_assert_fail("no rest's mark in 5 s: word %#x", seen);
+		usleep(100);
+	} while (ts_lock_byte(seen) != TS_REST_MARK);
+	/*
+	 * As an acquisition would, taking the lock overwrites the mark.  The
+	 * exchange fails only if the rest ended first and removed its mark.
+	 */
+	if (!__atomic_compare_exchange_n(&word, &seen, (2u << TS_NEXT_SHIFT) | TS_LOCKED, false,
+	                                 __ATOMIC_ACQUIRE, __ATOMIC_RELAXED)) {
+		cr_assert_eq(pthread_join(a.tid, NULL), 0); /* past the ghost by the escape */
+		cr_skip_test("the rest ended before we took the lock: word %#x", seen);
+	}
+	start = ts_now_ns();
+	while (ts_queued(__atomic_load_n(&word, __ATOMIC_RELAXED)) < 3 &&
+	       ts_now_ns() - start < 5000000000u)
+		usleep(100);
+	seen = __atomic_load_n(&word, __ATOMIC_RELAXED);
+	cr_assert(ts_unlock(&word));
+	cr_assert_eq(pthread_join(a.tid, NULL), 0);
+	cr_assert_eq(rests_so_far(), rests + 1, "the arrival did not rest");
+	cr_assert_eq(ts_queued(seen), 3, "no ticket after the rest: word %#x", seen);
+	cr_assert_eq(dozes_so_far(), dozes, "the arrival dozed %llu times after its rest",
+	             (unsigned long long)(dozes_so_far() - dozes));
 }
 
 struct taker {

@@ -5,8 +5,18 @@
 #include "modes.h"
 #include "probe_run.h"
 
+/*
+ * A run takes well under a second; a waiter that is never served (a queue
+ * that skips a ticket) hangs it for good.  The probe's limit makes that a
+ * failure in PROBE_LIMIT_S, and kills the probe; each test's Criterion
+ * timeout, above it so that the probe is killed and reaped first, is the
+ * last resort.  (At 60 s, `make mutants` spent 440 s on one such mutant.)
+ */
+#define PROBE_LIMIT_S 10
+#define TEST_LIMIT_S  20
+
 #define FIFO_TEST(name, env)                                                              \
-	Test(fifo, name)                                                                  \
+	Test(fifo, name, .timeout = TEST_LIMIT_S)                                         \
 	{                                                                                 \
 		struct probe_result r;                                                    \
 		const char *const *mode = env;                                            \
@@ -16,7 +26,8 @@
 			e[n++] = *mode++;                                                 \
 		e[n++] = "TICKET_QUEUE=0";                                                \
 		e[n] = NULL;                                                              \
-		probe_run(&r, e, (const char *const[]){ LOCKPROBE, "fifo", "6", NULL }, 60); \
+		probe_run(&r, e, (const char *const[]){ LOCKPROBE, "fifo", "6", NULL },   \
+		          PROBE_LIMIT_S);                                                 \
 		assert_probe_provider(&r);                                                \
 		cr_assert_eq(r.status, 0, "grant order not FIFO:\n%s%s", r.out, r.err);   \
 		cr_assert(strstr(r.out, "order 0 1 2 3 4 5\n") != NULL, "%s", r.out);     \
@@ -28,21 +39,21 @@ static void fifo_run(const char *const *env, const char *const *args)
 {
 	struct probe_result r;
 
-	probe_run(&r, env, args, 60);
+	probe_run(&r, env, args, PROBE_LIMIT_S);
 	assert_probe_provider(&r);
 	cr_assert_eq(r.status, 0, "grant order not FIFO:\n%s%s", r.out, r.err);
 	cr_assert(strstr(r.out, "order 0 1 2 3 4 5\n") != NULL, "%s", r.out);
 }
 
 /* TICKET_BYPASS=0 asks for strict FIFO too. */
-Test(fifo, bypass_zero)
+Test(fifo, bypass_zero, .timeout = TEST_LIMIT_S)
 {
 	fifo_run(MODE_ENV("TICKET_BYPASS=0"),
 	         (const char *const[]){ LOCKPROBE, "fifo", "6", "3", "2000", NULL });
 }
 
 /* A process-shared lock is FIFO whatever the environment: no one steals it. */
-Test(fifo, process_shared_lock_in_the_default_mode)
+Test(fifo, process_shared_lock_in_the_default_mode, .timeout = TEST_LIMIT_S)
 {
 	fifo_run(MODE_ENV("TICKET_DELAY="),
 	         (const char *const[]){ LOCKPROBE, "fifo", "6", "3", "2000", "shared", NULL });
@@ -53,11 +64,11 @@ Test(fifo, process_shared_lock_in_the_default_mode)
  * lock: 8 threads on one lock for 300 ms, each must have acquired it.
  */
 #define PROGRESS_TEST(name, env)                                                        \
-	Test(fifo, every_thread_progresses_by_default_##name)                           \
+	Test(fifo, every_thread_progresses_by_default_##name, .timeout = TEST_LIMIT_S)  \
 	{                                                                               \
 		struct probe_result r;                                                  \
 		probe_run(&r, env, (const char *const[]){ LOCKPROBE, "progress", "8", "300", \
-		                                          NULL }, 60);                  \
+		                                          NULL }, PROBE_LIMIT_S);       \
 		assert_probe_provider(&r);                                              \
 		cr_assert_eq(r.status, 0, "a thread never got the lock:\n%s%s", r.out, r.err); \
 		cr_assert(strstr(r.out, "progress threads 8 min ") != NULL, "%s", r.out); \

@@ -176,6 +176,30 @@ case $out in
 *) fail "report calls the live pid $leader: $out" ;;
 esac
 
+# --top's defaults, as ticketspin(1) and both --help texts give them: report
+# shows the process's TICKET_STATS_TOP locks, top 20.  A process of 2
+# contended locks run with --stats-top=1: report lists 1, top --once both.
+for command in report top; do
+	env -u LD_PRELOAD "$wrapper" "$command" --help |
+		grep -q "(report: default the process's\$" ||
+		fail "$command --help does not give report's and top's --top defaults apart"
+done
+env -u LD_PRELOAD "$wrapper" top --help | grep -q "TICKET_STATS_TOP; top: default 20," ||
+	fail "top --help does not say top's --top default is 20"
+out=$(env -u LD_PRELOAD "$wrapper" --lib="$lib" --stats-keep --stats-top=1 \
+	--stats="$XDG_RUNTIME_DIR/top-1" "$contended" 4 20000 2 2>&1) ||
+	{ echo "ERROR: contended failed: $out"; exit 99; }
+pid1=$(sed -n 's/^stats: pid \([0-9]*\):.*/\1/p' "$XDG_RUNTIME_DIR/top-1" | head -n 1)
+[ -n "$pid1" ] || { echo "ERROR: no pid in: $(cat "$XDG_RUNTIME_DIR/top-1")"; exit 99; }
+lock_rows() { # the wide layout's rows: "stats: 0x..."
+	printf '%s\n' "$1" | awk '$1 == "stats:" && $2 ~ /^0x/' | grep -c .
+}
+n=$(lock_rows "$(report --wide "$pid1")")
+[ "$n" -eq 1 ] || fail "report of a process with TICKET_STATS_TOP=1: $n rows, not 1"
+n=$(lock_rows "$(env -u LD_PRELOAD -u COLUMNS "$wrapper" top --once --wide "$pid1")")
+[ "$n" -eq 2 ] || fail "top --once (default 20) of a process with TICKET_STATS_TOP=1: $n rows, not 2"
+echo "ok: --top defaults: report the process's TICKET_STATS_TOP, top 20"
+
 if [ $failures -gt 0 ]; then
 	echo "$failures failure(s)"
 	exit 1

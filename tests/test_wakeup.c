@@ -23,6 +23,11 @@
 #include "parking.h"
 #include "ticket_lock.h"
 
+/*
+ * The tests' limits (.timeout = 30): each runs in well under a second, and
+ * fails at the first missed wake-up, one 5 s nap in; the limit is for a
+ * hang, a quick failure here, not the 600 s of tests/mutants.sh.
+ */
 static ts_word_t lock_word __attribute__((aligned(64)));
 static int granted[16], grants;
 
@@ -37,10 +42,35 @@ static void long_naps(const char *queue)
 
 static void *waiter(void *arg)
 {
+	int served;
+
 	ts_lock(&lock_word, NULL);
-	granted[grants++] = (int)(intptr_t)arg;
+	served = __atomic_load_n(&grants, __ATOMIC_RELAXED);
+	granted[served] = (int)(intptr_t)arg;
+	/* Under the lock; atomic only for served_or_a_lost_wake_up()'s look. */
+	__atomic_store_n(&grants, served + 1, __ATOMIC_RELEASE);
 	cr_assert(ts_unlock(&lock_word));
 	return NULL;
+}
+
+/*
+ * Waits until @waiters have been served, and fails at the first sleep that
+ * ended by its timeout since @before: a missed wake-up, which costs a 5 s
+ * nap, so that a mutant that loses them all (a chain of five waiters: 25 s
+ * a round) fails in one nap, not after every round has run (at 120 s a test
+ * `make mutants` spent 250-312 s on each such mutant).
+ */
+static void served_or_a_lost_wake_up(int waiters, const struct ts_sleep_counts *before,
+                                     int round)
+{
+	struct ts_sleep_counts now;
+
+	while (__atomic_load_n(&grants, __ATOMIC_ACQUIRE) < waiters) {
+		ts_sleep_counts(&now);
+		cr_assert_eq(now.timed_out - before->timed_out, 0,
+		             "round %d: a sleep ended by its timeout: a missed wake-up", round);
+		usleep(1000);
+	}
 }
 
 /* Waiters in the queue (the holder has no ticket). */
@@ -64,7 +94,7 @@ static void rounds_of(int waiters, int rounds, int room, bool fifo)
 	for (int round = 0; round < rounds; round++) {
 		int seen[16] = { 0 };
 
-		grants = 0;
+		__atomic_store_n(&grants, 0, __ATOMIC_RELAXED);
 		ts_lock(&lock_word, NULL);
 		for (int i = 0; i < waiters; i++) {
 			cr_assert_eq(pthread_create(&tids[i], NULL, waiter, (void *)(intptr_t)i), 0);
@@ -78,6 +108,7 @@ static void rounds_of(int waiters, int rounds, int room, bool fifo)
 		usleep(3000);
 		cr_assert_eq(tickets_drawn(), (unsigned)(waiters < room ? waiters : room));
 		cr_assert(ts_unlock(&lock_word));
+		served_or_a_lost_wake_up(waiters, &before, round);
 		for (int i = 0; i < waiters; i++)
 			pthread_join(tids[i], NULL);
 		cr_assert_eq(grants, waiters);
@@ -102,7 +133,7 @@ static void rounds_of(int waiters, int rounds, int room, bool fifo)
 }
 
 /* Strict FIFO: the head sleeps (TS_WAKE_HEAD); the holder's unlock must wake it. */
-Test(wakeup, sleeping_head_is_woken_by_the_unlock, .timeout = 120)
+Test(wakeup, sleeping_head_is_woken_by_the_unlock, .timeout = 30)
 {
 	long_naps("0");
 	rounds_of(1, 30, 16, true);
@@ -113,7 +144,7 @@ Test(wakeup, sleeping_head_is_woken_by_the_unlock, .timeout = 120)
  * by the unlock of the waiter served before it (TS_WAKE_NEXT), then sleeps
  * again as the head until that unlock.
  */
-Test(wakeup, waiters_behind_the_head_are_woken_in_a_chain, .timeout = 120)
+Test(wakeup, waiters_behind_the_head_are_woken_in_a_chain, .timeout = 30)
 {
 	long_naps("0");
 	rounds_of(5, 20, 16, true);
@@ -124,14 +155,14 @@ Test(wakeup, waiters_behind_the_head_are_woken_in_a_chain, .timeout = 120)
  * once, the head when the holder keeps the lock; no order is promised
  * here, only that every one is served, woken.
  */
-Test(wakeup, woken_in_the_default_mode_too, .timeout = 120)
+Test(wakeup, woken_in_the_default_mode_too, .timeout = 30)
 {
 	long_naps(NULL);
 	rounds_of(5, 20, 16, false);
 }
 
 /* A process-shared lock: waiters sleep on the word itself (shared futex), in FIFO order. */
-Test(wakeup, woken_on_a_process_shared_lock, .timeout = 120)
+Test(wakeup, woken_on_a_process_shared_lock, .timeout = 30)
 {
 	long_naps(NULL);
 	__atomic_store_n(&lock_word, TS_SHARED, __ATOMIC_RELAXED);
@@ -142,7 +173,7 @@ Test(wakeup, woken_on_a_process_shared_lock, .timeout = 120)
  * A queue of 2 (TICKET_QUEUE=2): three of five waiters sleep outside it, and
  * are woken as the queue makes room.
  */
-Test(wakeup, woken_outside_a_full_queue, .timeout = 120)
+Test(wakeup, woken_outside_a_full_queue, .timeout = 30)
 {
 	long_naps("2");
 	rounds_of(5, 20, 2, false);
@@ -184,7 +215,7 @@ static int child_after_fork(int rounds)
 	struct ts_sleep_counts before, after;
 	pthread_t holder;
 
-	alarm(100); /* never outlive the test (a mutant may lose every wake-up) */
+	alarm(25); /* never outlive the test's 30 s (a mutant may lose every wake-up) */
 	/* The parent's waiters are gone: their tickets must be too. */
 	if (ts_queued(__atomic_load_n(&lock_word, __ATOMIC_ACQUIRE)) != 0)
 		return 10;
@@ -214,7 +245,7 @@ static int child_after_fork(int rounds)
 	return lock_word == 0 ? 0 : 16;
 }
 
-Test(wakeup, a_forked_child_does_not_inherit_the_parents_sleepers, .timeout = 120)
+Test(wakeup, a_forked_child_does_not_inherit_the_parents_sleepers, .timeout = 30)
 {
 	enum { WAITERS = 6, ROUNDS = 1100 }; /* two of the old code's 512-acquisition turns */
 	pthread_t tids[WAITERS];
