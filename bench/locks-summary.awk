@@ -23,6 +23,29 @@ function human(x) {
 function usec(x) {
 	return x >= 1000 ? sprintf("%.0f", x) : x >= 10 ? sprintf("%.1f", x) : sprintf("%.2f", x)
 }
+# One cell of a table: what @kind shows of @cell ("-" or "FAILED" without it).
+function cell_text(kind, cell) {
+	if (kind == "ops")
+		return (cell in om) ? sprintf("%s [%s-%s]", human(om[cell]), human(olo[cell]), human(ohi[cell])) : "FAILED"
+	if (kind == "ratio")
+		return (cell in rm) ? sprintf("%.2f [%.2f-%.2f]", rm[cell], rlo[cell], rhi[cell]) : "-"
+	if (kind == "fair")
+		return (cell in fm) ? sprintf("%.2f [%.2f-%.2f]", fm[cell], flo[cell], fhi[cell]) : "-"
+	if (kind == "wait")
+		return tail[cell, 19] != "" ? sprintf("%s / %s", usec(tail[cell, 19]), usec(tail[cell, 20])) : "-"
+	if (kind == "iter")
+		return tail[cell, 25] != "" ? sprintf("%s / %s", usec(tail[cell, 25]), usec(tail[cell, 26])) : "-"
+	return (cell in cm) ? sprintf("%.2f [%.2f-%.2f]", cm[cell], clo[cell], chi[cell]) : "-"
+}
+# A table of work W[@w]: a row per lock, a column per thread count.
+function table(what, kind, w,    i, j) {
+	header(what)
+	for (i = 1; i <= nl; i++) {
+		printf "%-15s", L[i]
+		for (j = 1; j <= nt; j++) printf " %21s", cell_text(kind, W[w] SUBSEP T[j] SUBSEP L[i])
+		printf "\n"
+	}
+}
 function header(what,    j) {
 	printf "%s\n%-15s", what, "lock"
 	for (j = 1; j <= nt; j++) printf " %21s", T[j] (T[j] == 1 ? " thread " : " threads")
@@ -112,62 +135,13 @@ END {
 		printf "== Contended, work %s between acquisitions; %s\n", W[w], scenario
 		printf "   one lock, %s writes to its cache line per critical section; %s s runs,\n", cs, seconds
 		printf "   median [slowest-fastest] of %d interleaved runs\n", repeats
-		header("throughput, acquisitions/s")
-		for (i = 1; i <= nl; i++) {
-			printf "%-15s", L[i]
-			for (j = 1; j <= nt; j++) {
-				cell = W[w] SUBSEP T[j] SUBSEP L[i]
-				printf " %21s", (cell in om) ? sprintf("%s [%s-%s]", human(om[cell]), human(olo[cell]), human(ohi[cell])) : "FAILED"
-			}
-			printf "\n"
-		}
-		if (has_glibc) {
-			header("\nratio to glibc's median (above 1: faster); [slowest-fastest run]")
-			for (i = 1; i <= nl; i++) {
-				printf "%-15s", L[i]
-				for (j = 1; j <= nt; j++) {
-					cell = W[w] SUBSEP T[j] SUBSEP L[i]
-					printf " %21s", (cell in rm) ? sprintf("%.2f [%.2f-%.2f]", rm[cell], rlo[cell], rhi[cell]) : "-"
-				}
-				printf "\n"
-			}
-		}
-		header("\nfairness, min/max acquisitions per thread")
-		for (i = 1; i <= nl; i++) {
-			printf "%-15s", L[i]
-			for (j = 1; j <= nt; j++) {
-				cell = W[w] SUBSEP T[j] SUBSEP L[i]
-				printf " %21s", (cell in fm) ? sprintf("%.2f [%.2f-%.2f]", fm[cell], flo[cell], fhi[cell]) : "-"
-			}
-			printf "\n"
-		}
-		header("\nlock wait p99.9 / p99.99, microseconds (medians of the runs')")
-		for (i = 1; i <= nl; i++) {
-			printf "%-15s", L[i]
-			for (j = 1; j <= nt; j++) {
-				cell = W[w] SUBSEP T[j] SUBSEP L[i]
-				printf " %21s", tail[cell, 19] != "" ? sprintf("%s / %s", usec(tail[cell, 19]), usec(tail[cell, 20])) : "-"
-			}
-			printf "\n"
-		}
-		header("\niterations p99.99 / max, microseconds (one call of the lock to the next)")
-		for (i = 1; i <= nl; i++) {
-			printf "%-15s", L[i]
-			for (j = 1; j <= nt; j++) {
-				cell = W[w] SUBSEP T[j] SUBSEP L[i]
-				printf " %21s", tail[cell, 25] != "" ? sprintf("%s / %s", usec(tail[cell, 25]), usec(tail[cell, 26])) : "-"
-			}
-			printf "\n"
-		}
-		header("\nCPU used, (user+sys)/wall seconds of the harness process")
-		for (i = 1; i <= nl; i++) {
-			printf "%-15s", L[i]
-			for (j = 1; j <= nt; j++) {
-				cell = W[w] SUBSEP T[j] SUBSEP L[i]
-				printf " %21s", (cell in cm) ? sprintf("%.2f [%.2f-%.2f]", cm[cell], clo[cell], chi[cell]) : "-"
-			}
-			printf "\n"
-		}
+		table("throughput, acquisitions/s", "ops", w)
+		if (has_glibc)
+			table("\nratio to glibc's median (above 1: faster); [slowest-fastest run]", "ratio", w)
+		table("\nfairness, min/max acquisitions per thread", "fair", w)
+		table("\nlock wait p99.9 / p99.99, microseconds (medians of the runs')", "wait", w)
+		table("\niterations p99.99 / max, microseconds (one call of the lock to the next)", "iter", w)
+		table("\nCPU used, (user+sys)/wall seconds of the harness process", "cpu", w)
 		printf "\n"
 	}
 }
