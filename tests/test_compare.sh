@@ -22,6 +22,13 @@ compare=${COMPARE:-../tools/ticketspin-compare}
 lockprobe=$PWD/lockprobe
 semaphore=$(cd ../examples 2>/dev/null && pwd -P)/semaphore
 lib=${TICKETSPIN_LIB:-../preload/.libs/libticketspin.so}
+# ThreadSanitizer's runtime interposes pthread_spin_* itself: under a TSan
+# build the commands' provider is its runtime, and every ticketspin run is
+# refused as not ours, rightly.
+if command -v objdump >/dev/null && objdump -p "$lib" | grep -qE 'NEEDED +libtsan\.so'; then
+	echo "a ThreadSanitizer build: its runtime provides pthread_spin_*"
+	exit 77
+fi
 failures=0
 
 fail() {
