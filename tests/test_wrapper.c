@@ -72,19 +72,25 @@ Test(wrapper, verbose_prints_at_load)
 	cr_assert(strncmp(r.err, "ticketspin: delay=", 18) == 0, "no line at load: '%s'", r.err);
 }
 
+/* The number a shell pipeline @format (with one %s, for @dir) prints. */
+static int count_in(const char *format, const char *dir)
+{
+	char cmd[256];
+	FILE *out;
+	int n = -1;
+
+	snprintf(cmd, sizeof(cmd), format, dir);
+	out = popen(cmd, "r");
+	cr_assert(out != NULL);
+	cr_assert_eq(fscanf(out, "%d", &n), 1);
+	pclose(out);
+	return n;
+}
+
 /* Files named ticketspin-stats.* in @dir. */
 static int stats_files_in(const char *dir)
 {
-	char cmd[256];
-	FILE *ls;
-	int n = 0;
-
-	snprintf(cmd, sizeof(cmd), "ls %s | grep -c '^ticketspin-stats\\.'", dir);
-	ls = popen(cmd, "r");
-	cr_assert(ls != NULL);
-	cr_assert_eq(fscanf(ls, "%d", &n), 1);
-	pclose(ls);
-	return n;
+	return count_in("ls %s | grep -c '^ticketspin-stats\\.'", dir);
 }
 
 /*
@@ -146,16 +152,7 @@ Test(wrapper, stats_file_relative_to_the_current_directory)
 /* Entries in @dir other than . and .. (a directory counts) */
 static int entries_in(const char *dir)
 {
-	char cmd[256];
-	FILE *ls;
-	int n = -1;
-
-	snprintf(cmd, sizeof(cmd), "ls -A %s | wc -l", dir);
-	ls = popen(cmd, "r");
-	cr_assert(ls != NULL);
-	cr_assert_eq(fscanf(ls, "%d", &n), 1);
-	pclose(ls);
-	return n;
+	return count_in("ls -A %s | wc -l", dir);
 }
 
 /*
