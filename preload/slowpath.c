@@ -570,11 +570,6 @@ uint32_t ts_acquisitions_ahead(const struct ts_config *cfg, uint32_t word, uint3
 	return cfg->bypass_max - bypass + 1;
 }
 
-static uint32_t acquisitions_ahead(const struct waiter *w, uint32_t word, uint32_t pos)
-{
-	return ts_acquisitions_ahead(w->cfg, word, pos);
-}
-
 /*
  * Does a look from @pos, finding @word, tell the seeds' tuner anything about
  * how long the acquisitions ahead of us take?  Not when the lock is free and
@@ -719,7 +714,7 @@ static enum how_taken wait_in_queue(struct waiter *w, uint8_t ticket, uint32_t w
 				continue;
 			}
 		}
-		ahead = acquisitions_ahead(w, word, pos);
+		ahead = ts_acquisitions_ahead(cfg, word, pos);
 		pauses = pauses_before_look(w, ahead, pos == 0, strict);
 		ts_pause_for(pauses);
 		stalled += pauses;
@@ -729,7 +724,7 @@ static enum how_taken wait_in_queue(struct waiter *w, uint8_t ticket, uint32_t w
 		{
 			uint32_t now_pos = ts_tickets_between(ts_head(word), ticket);
 			bool ours = now_pos == 0 && !ts_is_held(word) &&
-			            (ahead == 1 || acquisitions_ahead(w, word, 0) == 1);
+			            (ahead == 1 || ts_acquisitions_ahead(cfg, word, 0) == 1);
 
 			if (__builtin_expect(w->stats_look_due, 0))
 				stats_wait_begins(w, ours);
