@@ -183,14 +183,10 @@ done
 echo
 echo "QPS and response time (dnsperf, ${seconds}s, $clients clients; median [min-max] of $runs runs;"
 echo "the latencies in microseconds, each the median of the runs' own percentile):"
-awk -F, 'NR > 1 && $3 != "" { v[$1, ++n[$1]] = $3; for (c = 8; c <= 11; c++) L[$1, c, n[$1]] = $c }
-	function lmed(l, c,   a, i, j, t, k) {
+awk -F, 'NR > 1 && $3 != "" { n[$1]++; for (c = 3; c <= 11; c++) L[$1, c, n[$1]] = $c }
+	# the median of column c over the runs of lock l; lo and hi its extremes
+	function med(l, c,   a, i, j, t, k) {
 		k = n[l]; for (i = 1; i <= k; i++) a[i] = L[l, c, i] + 0
-		for (i = 2; i <= k; i++) for (j = i; j > 1 && a[j-1] > a[j]; j--) { t = a[j]; a[j] = a[j-1]; a[j-1] = t }
-		return k % 2 ? a[(k + 1) / 2] : (a[k / 2] + a[k / 2 + 1]) / 2
-	}
-	function med(l,   a, i, j, t, k) {
-		k = n[l]; for (i = 1; i <= k; i++) a[i] = v[l, i]
 		for (i = 2; i <= k; i++) for (j = i; j > 1 && a[j-1] > a[j]; j--) { t = a[j]; a[j] = a[j-1]; a[j-1] = t }
 		lo = a[1]; hi = a[k]
 		return k % 2 ? a[(k + 1) / 2] : (a[k / 2] + a[k / 2 + 1]) / 2
@@ -199,11 +195,13 @@ awk -F, 'NR > 1 && $3 != "" { v[$1, ++n[$1]] = $3; for (c = 8; c <= 11; c++) L[$
 		for (l = 1; l <= 2; l++) {
 			lock = l == 1 ? "glibc" : "ticketspin"
 			if (!n[lock]) continue
-			m = med(lock); printf "  %-10s %8.0f [%.0f-%.0f] qps; latency p50 %.0f, p99 %.0f, p99.9 %.0f, max %.0f us\n",
-				lock, m, lo, hi, lmed(lock, 8), lmed(lock, 9), lmed(lock, 10), lmed(lock, 11)
-			if (l == 1) { g = m; g99 = lmed(lock, 9); g999 = lmed(lock, 10) }
+			m = med(lock, 3); qlo = lo; qhi = hi
+			p50 = med(lock, 8); p99 = med(lock, 9); p999 = med(lock, 10); pmax = med(lock, 11)
+			printf "  %-10s %8.0f [%.0f-%.0f] qps; latency p50 %.0f, p99 %.0f, p99.9 %.0f, max %.0f us\n",
+				lock, m, qlo, qhi, p50, p99, p999, pmax
+			if (l == 1) { g = m; g99 = p99; g999 = p999 }
 			else if (g > 0) printf "  ticketspin/glibc: qps %.3f, p99 %.2f, p99.9 %.2f\n", m / g,
-				(g99 > 0 ? lmed(lock, 9) / g99 : 0), (g999 > 0 ? lmed(lock, 10) / g999 : 0)
+				(g99 > 0 ? p99 / g99 : 0), (g999 > 0 ? p999 / g999 : 0)
 		}
 	}' "$out/runs.csv" | tee "$out/qps.txt"
 
