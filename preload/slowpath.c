@@ -297,7 +297,7 @@ static uint32_t stolen(uint32_t word)
 {
 	word = (word & ~TS_LOCK_BYTE) | TS_LOCKED;
 	if (ts_queued(word) == 0)
-		return word & (TS_SHARED | TS_LOCKED);
+		return word & (TS_SHARED | TS_LOCKED | TS_STATS_DUE);
 	if (word & TS_WATCHING)
 		word += TS_BYPASS_ONE; /* below TS_BYPASS_MAX: may_steal() checked */
 	return word;
@@ -374,16 +374,18 @@ bool ts_trylock_slow(ts_word_t *lock, uint32_t seen)
 }
 
 /*
- * Releases the lock we hold, last seen as @word, and serves the requests
- * the word carried (a compare-and-swap clears them with the lock byte: a
- * byte store would leave them).  The unlock's slow path, and the give-back
- * of a lock our exchange took that we may not keep.
+ * Releases the lock we hold, last seen as @word, and serves the wake-up
+ * requests the word carried (a compare-and-swap clears them with the lock
+ * byte: a byte store would leave them).  TS_STATS_DUE stays: it marks the
+ * lock for good (stats.c, exact totals).  The unlock's slow path, and the
+ * give-back of a lock our exchange took that we may not keep.
  */
 static void release(ts_word_t *lock, uint32_t word)
 {
 	/* RELEASE pairs with the next holder's ACQUIRE, as in ts_unlock(). */
-	while (!__atomic_compare_exchange_n(lock, &word, word & ~(TS_LOCK_BYTE | TS_REQUESTS), false,
-	                                    __ATOMIC_RELEASE, __ATOMIC_RELAXED))
+	while (!__atomic_compare_exchange_n(lock, &word,
+	                                    word & ~(TS_LOCK_BYTE | TS_WAKE_HEAD | TS_WAKE_NEXT),
+	                                    false, __ATOMIC_RELEASE, __ATOMIC_RELAXED))
 		;
 	/*
 	 * The head cannot change while we hold the lock (only a taker moves it,
@@ -391,15 +393,23 @@ static void release(ts_word_t *lock, uint32_t word)
 	 */
 	if (word & (TS_WAKE_HEAD | TS_WAKE_NEXT))
 		ts_wake_ticket(lock, ts_lock_hash(lock), word, ts_head(word));
-	if (word & TS_STATS_DUE)
-		ts_stats_after_unlock();
 }
 
 bool ts_unlock_slow(ts_word_t *lock, uint32_t word)
 {
 	if (!ts_is_held(word))
 		return false; /* no one holds the lock */
-	release(lock, word);
+	if (ts_lock_byte(word) == TS_LOCKED && !(word & (TS_WAKE_HEAD | TS_WAKE_NEXT))) {
+		/*
+		 * Only TS_STATS_DUE sent us here: release as the fast path does
+		 * (ts_unlock(), whose comment says why a byte store is safe).
+		 */
+		__atomic_store_n(ts_lock_byte_of(lock), 0, __ATOMIC_RELEASE);
+	} else {
+		release(lock, word);
+	}
+	if (word & TS_STATS_DUE)
+		ts_stats_after_unlock(lock);
 	return true;
 }
 
@@ -958,18 +968,20 @@ static void stats_wait_begins_outside(struct waiter *w, bool *timed)
 }
 
 /*
- * Records a steal for TICKET_STATS, and sets TS_STATS_DUE so that our
- * unlock folds it (stats.c).
+ * Records a contended acquisition for TICKET_STATS, and marks the lock with
+ * TS_STATS_DUE, if it is not yet, so that our unlock folds the record and
+ * every unlock from now on counts a release (stats.c).
  */
-static void stats_record(ts_word_t *lock, uint8_t ticket, const void *caller,
-                         struct ts_wait_stats *st, uint32_t delay)
+static void stats_record(ts_word_t *lock, const void *caller, struct ts_wait_stats *st,
+                         uint32_t delay)
 {
-	ts_stats_record(lock, ticket, caller, st, delay);
+	ts_stats_record(lock, caller, st, delay);
 	/*
-	 * An atomic OR: the word's other bits change under us (tickets, a
-	 * head's request); only our unlock clears the bit, with its release.
+	 * An atomic OR, once: the word's other bits change under us (tickets, a
+	 * head's request); no one clears the bit but pthread_spin_init().
 	 */
-	__atomic_fetch_or(lock, TS_STATS_DUE, __ATOMIC_RELAXED);
+	if (!(__atomic_load_n(lock, __ATOMIC_RELAXED) & TS_STATS_DUE))
+		__atomic_fetch_or(lock, TS_STATS_DUE, __ATOMIC_RELAXED);
 }
 
 /* Draws a ticket, or waits outside a full queue, and waits in the queue. */
@@ -1076,8 +1088,8 @@ static __attribute__((noinline)) void lock_queued(ts_word_t *lock, uint32_t word
 			stats_wait_begins(&w, how == STOLEN); /* taken before the first look */
 		w.st.line = lined_up;
 		if (how != AS_HEAD)
-			w.st.borrows = 1; /* no ticket consumed: counted apart in the totals */
-		stats_record(lock, ticket, caller, &w.st, w.tune ? w.delay : 0);
+			w.st.borrows = 1; /* no ticket consumed: the "steals" column */
+		stats_record(lock, caller, &w.st, w.tune ? w.delay : 0);
 	}
 }
 
@@ -1124,7 +1136,7 @@ static void stats_record_steal(ts_word_t *lock, const void *caller, bool yielded
 	struct ts_wait_stats st = { .borrows = 1, .yields = yielded };
 
 	ts_stats_wait_begin(&st, true);
-	stats_record(lock, 0, caller, &st, 0);
+	stats_record(lock, caller, &st, 0);
 }
 
 int ts_lock_slow(ts_word_t *lock, uint8_t was, const void *caller)

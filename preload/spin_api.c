@@ -36,10 +36,12 @@ TS_EXPORT int pthread_spin_init(pthread_spinlock_t *lock, int pshared)
 	 * A process-shared lock is marked: its waiters must sleep where other
 	 * processes can wake them (parking.c).
 	 */
-	__atomic_store_n(word_of(lock), pshared == PTHREAD_PROCESS_SHARED ? TS_SHARED : 0,
-	                 __ATOMIC_RELAXED);
-	if (ts_config()->stats != NULL)
-		ts_stats_init(word_of(lock)); /* tickets restart: TICKET_STATS totals must know */
+	uint32_t word = pshared == PTHREAD_PROCESS_SHARED ? TS_SHARED : 0;
+
+	/* TICKET_STATS: a lock contended before goes on counting its releases. */
+	if (__builtin_expect(ts_config()->stats != NULL, 0) && ts_stats_init(word_of(lock)))
+		word |= TS_STATS_DUE;
+	__atomic_store_n(word_of(lock), word, __ATOMIC_RELAXED);
 	return 0;
 }
 

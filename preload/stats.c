@@ -16,9 +16,16 @@
  *    their tickets, which the totals need;
  *  - after the release, the rest: the hold sample (one clock read) and
  *    folding the record into the per-lock aggregates (hash lookups,
- *    histograms, segments).  The slow path sets TS_STATS_DUE
- *    in the lock word, which sends the unlock out of line to
- *    ts_stats_after_unlock(): the uncontended unlock tests nothing more.
+ *    histograms).  The slow path sets TS_STATS_DUE in the lock word, which
+ *    sends the unlock out of line to ts_stats_after_unlock(): the
+ *    uncontended unlock tests nothing more.
+ * The totals are exact from a lock's first contended acquisition: TS_STATS_DUE
+ * stays in the word (no unlock clears it; pthread_spin_init() sets it again
+ * for a lock seen contended), so every later unlock of the lock, fast path
+ * or not, comes out of line and counts a release in the thread's own record
+ * of the lock (one hash lookup, usually the first slot probed), after the
+ * release.  With TICKET_STATS unset nothing sets the bit: the fast paths are
+ * the same instructions either way.
  * No shared atomics: each thread claims a slot of the file once (one
  * fetch-add) and writes only there.  `make bench` measures the result.
  *
@@ -113,17 +120,10 @@ static __thread struct ts_thread_slot *mine TLS_IE;
 static __thread bool mine_failed TLS_IE;
 
 /*
- * pthread_spin_init() calls, per hash of the lock address: a segment must not
- * run across one (its span would take the restart for a wrap).  Written only
- * by ts_stats_init; read when a record is made.
- */
-#define EPOCH_BITS 8
-static uint32_t init_epochs[1u << EPOCH_BITS];
-
-/*
  * Hashes of the locks recorded contended (a bit each, set once, never
  * cleared): read-mostly, so the check in ts_stats_record() costs a load of
- * a line all CPUs share.  A collision only keeps an init record not needed.
+ * a line all CPUs share.  A collision only marks a lock at its init that
+ * was never contended: its releases are counted, and it is not reported.
  */
 #define CONTENDED_BITS 14
 static uint64_t contended_hashes[(1u << CONTENDED_BITS) / 64];
@@ -730,35 +730,45 @@ void ts_stats_wait_begin(struct ts_wait_stats *wait, bool served_at_once)
 		fold(t); /* the lock was released by another thread: no one did it */
 }
 
-void ts_stats_after_unlock(void)
+void ts_stats_after_unlock(const void *lock)
 {
 	struct ts_thread_slot *t = mine;
 	struct ts_pending *p;
 
-	if (t == NULL || t->folded == t->pending.seq)
-		return;
-	p = &t->pending;
-	if (p->served != 0) {
-		uint64_t seq = p->seq;
-		uint64_t held = stats_clock() - p->served;
-
+	if (__builtin_expect(t == NULL, 0)) {
 		/*
-		 * The hold: from the clock read as the lock became ours to now,
-		 * just after the release.  A "negative" one (the two CPUs' TSCs
-		 * disagree, seen under KVM, after a migration) is no sample.
-		 * Rewritten as ts_stats_record() writes it: readers skip it
-		 * meanwhile.
+		 * A thread's first release of a marked lock it never waited for,
+		 * or a process without TICKET_STATS that shares a marked lock
+		 * with one that has it (process-shared): nothing to count with.
 		 */
-		__atomic_store_n(&p->seq, seq + 1, __ATOMIC_RELAXED);
-		__atomic_signal_fence(__ATOMIC_SEQ_CST);
-		p->hold = (int64_t)held > 0 ? held : 0;
-		__atomic_store_n(&p->seq, seq + 2, __ATOMIC_RELEASE);
+		if (ts_config()->stats == NULL || (t = my_slot()) == NULL)
+			return;
 	}
-	fold(t);
+	p = &t->pending;
+	if (t->folded != p->seq && p->lock == (uintptr_t)lock) {
+		if (p->served != 0) {
+			uint64_t seq = p->seq;
+			uint64_t held = stats_clock() - p->served;
+
+			/*
+			 * The hold: from the clock read as the lock became ours
+			 * to now, just after the release.  A "negative" one (the
+			 * two CPUs' TSCs disagree, seen under KVM, after a
+			 * migration) is no sample.  Rewritten as
+			 * ts_stats_record() writes it: readers skip it meanwhile.
+			 */
+			__atomic_store_n(&p->seq, seq + 1, __ATOMIC_RELAXED);
+			__atomic_signal_fence(__ATOMIC_SEQ_CST);
+			p->hold = (int64_t)held > 0 ? held : 0;
+			__atomic_store_n(&p->seq, seq + 2, __ATOMIC_RELEASE);
+		}
+		fold(t);
+	}
+	ts_slot_count_release(t, (uintptr_t)lock);
 }
 
-void ts_stats_record(const void *lock, uint16_t ticket, const void *caller,
-                     const struct ts_wait_stats *wait, uint32_t delay)
+void ts_stats_record(const void *lock, const void *caller, const struct ts_wait_stats *wait,
+                     uint32_t delay)
 {
 	struct ts_thread_slot *t = mine;
 	struct ts_pending *p;
@@ -768,9 +778,9 @@ void ts_stats_record(const void *lock, uint16_t ticket, const void *caller,
 	if (__builtin_expect(t == NULL, 0) && (t = my_slot()) == NULL)
 		return;
 	/*
-	 * Read while holding the lock, so that the records of all threads are
-	 * in ticket order (see the header); not for a wait of none, whose record
-	 * then has no time and takes no part in the totals or the hold samples.
+	 * Read while holding the lock, where the hold sample starts; not for a
+	 * wait of none, which then has no hold sample: no clock read at all on
+	 * its way to the lock and in it.
 	 */
 	served = wait->at_once ? 0 : stats_clock();
 	if (__builtin_expect(t->folded != t->pending.seq, 0))
@@ -795,35 +805,19 @@ void ts_stats_record(const void *lock, uint16_t ticket, const void *caller,
 	p->line = wait->line;
 	p->borrows = wait->borrows;
 	p->delay = delay;
-	p->epoch = __atomic_load_n(&init_epochs[hash >> (32 - EPOCH_BITS)], __ATOMIC_RELAXED);
-	p->ticket = ticket;
 	p->ahead = wait->ahead;
 	__atomic_store_n(&p->seq, seq + 1, __ATOMIC_RELEASE);
-	note_contended(hash); /* before the unlock: an init after it must be kept */
+	note_contended(hash); /* before the unlock: an init after it must mark the lock */
 }
 
-void ts_stats_init(const void *lock)
+bool ts_stats_init(const void *lock)
 {
-	struct ts_thread_slot *t;
-	uint32_t hash = ts_lock_hash(lock);
-
-	__atomic_fetch_add(&init_epochs[hash >> (32 - EPOCH_BITS)], 1, __ATOMIC_RELAXED);
 	/*
-	 * An init matters to the totals only when it falls inside a run of
-	 * observations of the lock: never for a lock not yet contended (most:
-	 * a server initialises thousands of locks it never contends).
+	 * Only a lock already seen contended is marked: a server initialises
+	 * thousands of locks it never contends, whose releases would fill the
+	 * threads' tables (issue 19).
 	 */
-	if (!seen_contended(hash))
-		return;
-	if ((t = my_slot()) == NULL)
-		return;
-	if (t->ninits >= TS_INIT_LIMIT) {
-		t->dropped_inits++;
-		return;
-	}
-	t->inits[t->ninits] = (struct ts_init_rec){ (uintptr_t)lock, stats_clock() };
-	/* RELEASE: readers that see the count see the record. */
-	__atomic_store_n(&t->ninits, t->ninits + 1, __ATOMIC_RELEASE);
+	return seen_contended(ts_lock_hash(lock));
 }
 
 /* ---- the report ---------------------------------------------------------------- */
@@ -923,8 +917,8 @@ static bool nothing_to_report(void)
 	}
 	close(in);
 	nothing = report.nlocks == 0 && report.contended == 0 && report.dropped_locks == 0 &&
-	          report.dropped_sites == 0 && report.dropped_segs == 0 &&
-	          report.dropped_inits == 0 && report.unrecorded_threads == 0;
+	          report.dropped_sites == 0 && report.dropped_releases == 0 &&
+	          report.unrecorded_threads == 0;
 	ts_report_free(&report);
 	return nothing;
 }

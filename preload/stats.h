@@ -5,7 +5,8 @@
  *
  * Only the slow path records, and only when cfg->stats != NULL: a call when
  * it starts waiting and one once it holds the lock; pthread_spin_unlock()
- * completes the record after the release.  Records are per thread
+ * completes the record after the release, and counts every release of a
+ * lock once contended (its word keeps TS_STATS_DUE: exact totals).  Records are per thread
  * (no shared atomics): a slot of the file claimed on the thread's first
  * record (or pthread_spin_init()), and handed on to a later thread when the
  * thread exits (a pthread key destructor): its records stay in the slot, so
@@ -55,28 +56,32 @@ void ts_stats_wait_begin(struct ts_wait_stats *wait, bool served_at_once);
 /*
  * Records one contended acquisition of @lock by the calling thread, which
  * holds it.  The clock is read here, while holding the lock, since that
- * reading orders the record among every thread's for the totals; not with
- * @wait->at_once (a wait of none, then no observation for the totals).
- * @ticket is the ticket it was served with, @caller the return
+ * reading starts the hold sample; not with @wait->at_once (a wait of none,
+ * then no hold sample either).  @caller is the return
  * address of pthread_spin_lock(), @delay the thread's tuned delay for @lock
  * after this wait (fixed point, TS_DELAY_SHIFT; 0 when the delay is not
  * auto-tuned).  Cheap: at most one clock read and a dozen stores to the
  * thread's own slot; never allocates, never takes a lock (after the
  * thread's first record).
  */
-void ts_stats_record(const void *lock, uint16_t ticket, const void *caller,
-                     const struct ts_wait_stats *wait, uint32_t delay);
+void ts_stats_record(const void *lock, const void *caller, const struct ts_wait_stats *wait,
+                     uint32_t delay);
 
 /*
- * After the release of a lock whose slow path recorded (the lock word's
- * TS_STATS_DUE sent the unlock out of line): takes the hold sample and folds
- * the calling thread's pending record into the per-lock aggregates, while
- * the other threads have the lock.
+ * After a release of @lock, whose word carries TS_STATS_DUE (the unlock came
+ * out of line for it), while the other threads have the lock: counts the
+ * release, and if the calling thread's pending record is of @lock, takes its
+ * hold sample and folds it into the per-lock aggregates.  The first call in
+ * a thread may claim its slot (system calls, no cancellation point).
  */
-void ts_stats_after_unlock(void);
+void ts_stats_after_unlock(const void *lock);
 
-/* Notes that pthread_spin_init() reset @lock (its tickets restart from 0). */
-void ts_stats_init(const void *lock);
+/*
+ * pthread_spin_init() of @lock, with TICKET_STATS on: true when the lock (its
+ * hash) has been contended before, so that the new word must carry
+ * TS_STATS_DUE for its releases to go on being counted.
+ */
+bool ts_stats_init(const void *lock);
 
 /*
  * Creates the process's statistics file (and the TICKET_STATS report file)

@@ -41,8 +41,9 @@
 #include <stdint.h>
 
 #define TS_FILE_MAGIC    0x7473746174737331ull /* "1sstatst" */
-#define TS_FILE_VERSION  8u /* 3: rests; 4: spins; 5: line; 6: skips; 7: dozes for spins;
-                            * 8: "timed" and the wait histogram only the waits that waited */
+#define TS_FILE_VERSION  9u /* 3: rests; 4: spins; 5: line; 6: skips; 7: dozes for spins;
+                            * 8: "timed" and the wait histogram only the waits that waited;
+                            * 9: "released", exact totals; no segments, no inits */
 #define TS_FILE_PREFIX   "ticketspin-stats."
 
 #define TS_LOCK_SLOTS_LOG2 9
@@ -51,8 +52,6 @@
 #define TS_SITE_SLOTS_LOG2 10
 #define TS_SITE_SLOTS      (1u << TS_SITE_SLOTS_LOG2)
 #define TS_SITE_LIMIT      (TS_SITE_SLOTS / 4 * 3)
-#define TS_SEG_LIMIT       16384u /* closed segments kept per thread */
-#define TS_INIT_LIMIT      2048u  /* pthread_spin_init() calls kept per thread */
 #define TS_MODULE_LIMIT    256u   /* loaded objects remembered, for naming call sites */
 #define TS_MAX_THREADS     65536u /* slots per file */
 
@@ -96,31 +95,19 @@ enum ts_image_state {
 	TS_EXECED = 3,  /* the process exec'd: set by the next image's library */
 };
 
-/*
- * A run of one thread's observations of one lock, between two
- * pthread_spin_init() calls: its first and last (ticket and time) and the
- * sum of the takes between consecutive ones (stats_report.c, counted as
- * lower bounds, so a run may span any gap).
- */
-struct ts_segment {
-	uint64_t lock;     /* 0: not started */
-	uint64_t first, last; /* clock */
-	uint64_t span;
-	uint32_t epoch;    /* pthread_spin_init() count of the lock's hash when it began */
-	uint16_t first_ticket, last_ticket;
-};
-
-struct ts_init_rec {
-	uint64_t lock;
-	uint64_t at; /* clock */
-};
-
 /* One thread's view of one lock. */
 struct ts_lock_rec {
 	uint64_t lock; /* the key; 0 while the slot is free; stored last */
 	uint64_t contended;
+	/*
+	 * Releases of the lock by this thread since it was first contended in
+	 * the process (or re-initialised after that): every acquisition's,
+	 * fast path included, counted after the release (stats.c).  Summed
+	 * over the threads, the lock's exact total.  A thread may release a
+	 * lock it never waited for: its record may have contended == 0.
+	 */
+	uint64_t released;
 	uint64_t latest; /* clock of the latest record, whose delay is "now" */
-	struct ts_segment seg; /* the current segment */
 	uint64_t ahead_sum, polls, yields, parks, rests, skips, dozes, line, borrows;
 	/*
 	 * Waits that waited: with a start time, and not served at the first
@@ -155,12 +142,12 @@ struct ts_pending {
 	uint64_t begin, served; /* clock; begin 0: the wait was not timed; served 0: at_once */
 	uint64_t hold;          /* a hold sample of the holder before us, clock; 0: none */
 	uint32_t polls, yields, parks, rests, skips, dozes, line, borrows;
-	uint32_t delay, epoch;
-	uint16_t ticket, ahead;
+	uint32_t delay;
+	uint16_t ahead, pad;
 	/*
 	 * 1: served at its first look (a wait of none), with no clock read on
-	 * the way to the lock nor while holding it: counted, but no place in
-	 * time, so not among the observations behind the totals.
+	 * the way to the lock nor while holding it: counted, but neither a
+	 * wait nor a hold sample.
 	 */
 	uint32_t at_once;
 };
@@ -170,16 +157,13 @@ struct ts_thread_slot {
 	uint32_t tid;
 	uint64_t folded;  /* seq of the latest pending record folded */
 	struct ts_pending pending;
-	uint32_t nlocks, nsites, nsegs, ninits;
+	uint32_t nlocks, nsites;
 	uint64_t dropped_locks; /* contended acquisitions not recorded: lock table full */
 	uint64_t dropped_sites; /* recorded, but not their call site: site table full */
-	uint64_t dropped_segs;  /* segments not kept: the totals may be short */
-	uint64_t dropped_inits;
+	uint64_t dropped_releases; /* releases not counted: lock table full (totals short) */
 	uint32_t last_lock, last_site; /* indices of the latest records: the next is likely the same */
 	struct ts_lock_rec locks[TS_LOCK_SLOTS];
 	struct ts_site_rec sites[TS_SITE_SLOTS];
-	struct ts_segment segs[TS_SEG_LIMIT];
-	struct ts_init_rec inits[TS_INIT_LIMIT];
 } __attribute__((aligned(4096)));
 
 /* A loaded object, to name call sites once the process is gone. */
@@ -225,6 +209,9 @@ static inline uint64_t ts_slot_offset(uint32_t i)
  */
 void ts_slot_fold(struct ts_thread_slot *slot);
 
+/* Counts one release of @lock in @slot (the writer, after an unlock). */
+void ts_slot_count_release(struct ts_thread_slot *slot, uint64_t lock);
+
 /* Where a call site is, as "function+0xoff (object)" or "object+0xoff". */
 typedef void (*ts_describe_fn)(uint64_t address, char *buf, size_t size, void *arg);
 
@@ -234,7 +221,7 @@ struct ts_report {
 	struct ts_merged_lock *locks;
 	uint64_t contended;
 	uint32_t threads;
-	uint64_t dropped_locks, dropped_sites, dropped_segs, dropped_inits;
+	uint64_t dropped_locks, dropped_sites, dropped_releases;
 	uint32_t unrecorded_threads;
 	void *memory;
 	size_t bytes;

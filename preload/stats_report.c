@@ -7,17 +7,13 @@
  * cannot disagree) and into ticketspin-stats (report, top).  Allocates with
  * mmap only: at exit, malloc's locks may be held by threads still running.
  *
- * "total" acquisitions: the fast path cannot count, so totals come from the
- * slow path's records: every acquisition that went through it, those taken
- * in the queue (their tickets, 7 bits, are chained in time order: see
- * note_segment() and total_of(), which count the queue's takes between two
- * observations) and those taken without a ticket (steals and escapes,
- * counted apart as "borrows").  Acquisitions of an idle lock are never seen:
- * the total is a lower bound, and the report says so.  pthread_spin_init()
- * restarts a lock's tickets: each thread logs its inits, and the merge
- * restarts the count there.  So does a queue that empties (ticket_lock.h:
- * the word goes back to all-zero), unlogged: takes_between() counts so that
- * a restart between two observations can only make the count short.
+ * "total" acquisitions: counted exactly, at the release.  The slow path
+ * marks a lock it records (TS_STATS_DUE in the word) and the mark stays
+ * until pthread_spin_init(), which sets it again for a lock already seen
+ * contended; every unlock of a marked lock goes out of line and counts one
+ * release (ts_slot_count_release()), fast path or not.  So the total counts
+ * every acquisition from the lock's first contended one on; those of a lock
+ * never contended are not seen, and neither is it.
  *
  * The file may be read while the process writes it: a record being updated
  * at that moment may be read half-updated (an acquisition missed or counted
@@ -106,50 +102,14 @@ static struct ts_site_rec *site_rec_of(struct ts_thread_slot *t, uint64_t lock, 
 	return NULL;
 }
 
-/*
- * The queue's takes after an observed take of ticket @from, up to and
- * including one of ticket @to, at least.  Tickets restart from 0 whenever
- * the queue empties (ticket_lock.h), and no record says when: a ticket
- * lower than the one before may be the wrap after 63 (64 - @from + @to
- * takes) or a restart (@to + 1 takes, and any number before it), so it
- * counts @to + 1, the smaller.  A ticket higher than the one before counts
- * the difference: at least what happened, restarts or not.  So every
- * distance is a lower bound, and so is any chain of them.  (Counting modulo
- * the ticket space, as before the queue restarted, made a restart from
- * ticket 5 to 0 count 59 takes: totals above the truth.)
- */
-static uint32_t takes_between(uint16_t from, uint16_t to)
+void ts_slot_count_release(struct ts_thread_slot *t, uint64_t lock)
 {
-	from &= TS_TICKET_MASK;
-	to &= TS_TICKET_MASK;
-	return to >= from ? (uint32_t)(to - from) : (uint32_t)to + 1u;
-}
+	struct ts_lock_rec *r = lock_rec_of(t, lock);
 
-static void note_segment(struct ts_thread_slot *t, struct ts_lock_rec *r,
-                         const struct ts_pending *p)
-{
-	struct ts_segment *g = &r->seg;
-
-	/* a re-initialisation ends the segment: kept if there is room */
-	if (g->lock != 0 && g->epoch != p->epoch) {
-		if (t->nsegs < TS_SEG_LIMIT) {
-			t->segs[t->nsegs] = *g;
-			/* RELEASE: readers that see the count see the segment. */
-			__atomic_store_n(&t->nsegs, t->nsegs + 1, __ATOMIC_RELEASE);
-		} else {
-			t->dropped_segs++; /* the total may be short from here */
-		}
-		g->lock = 0;
-	}
-	if (g->lock != 0) {
-		g->span += takes_between(g->last_ticket, p->ticket);
-	} else {
-		*g = (struct ts_segment){ .first = p->served, .epoch = p->epoch,
-		                          .first_ticket = p->ticket };
-		__atomic_store_n(&g->lock, p->lock, __ATOMIC_RELEASE); /* as above */
-	}
-	g->last_ticket = p->ticket;
-	g->last = p->served;
+	if (r != NULL)
+		r->released++;
+	else
+		t->dropped_releases++;
 }
 
 void ts_slot_fold(struct ts_thread_slot *t)
@@ -166,12 +126,6 @@ void ts_slot_fold(struct ts_thread_slot *t)
 		t->dropped_locks++;
 		goto done;
 	}
-	/*
-	 * (a borrowed turn is served under another waiter's ticket: not one of
-	 * ours; a record served at once has no time to be placed by)
-	 */
-	if (p->borrows == 0 && !p->at_once)
-		note_segment(t, r, p);
 	if (!p->at_once)
 		r->latest = p->served;
 	r->contended++;
@@ -276,16 +230,6 @@ static int lock_rec_by_lock(const void *a, const void *b)
 	return cmp_u64(((const struct ts_lock_rec *)a)->lock, ((const struct ts_lock_rec *)b)->lock);
 }
 
-static int init_by_lock(const void *a, const void *b)
-{
-	return cmp_u64(((const struct ts_init_rec *)a)->lock, ((const struct ts_init_rec *)b)->lock);
-}
-
-static int segment_by_lock(const void *a, const void *b)
-{
-	return cmp_u64(((const struct ts_segment *)a)->lock, ((const struct ts_segment *)b)->lock);
-}
-
 static int site_by_lock_then_caller(const void *a, const void *b)
 {
 	const struct ts_site_rec *x = a, *y = b;
@@ -296,87 +240,6 @@ static int site_by_lock_then_caller(const void *a, const void *b)
 static int merged_by_lock(const void *key, const void *elem)
 {
 	return cmp_u64(*(const uint64_t *)key, ((const struct ts_merged_lock *)elem)->lock);
-}
-
-/* An observation that starts or ends a segment, or a re-initialisation. */
-enum point_kind { FIRST, LAST, INIT };
-
-struct point {
-	uint64_t at;
-	uint16_t ticket; /* INIT: the ticket "served" just before 0 */
-	uint8_t kind;
-	uint32_t rec;    /* FIRST, LAST: index of the segment among the lock's */
-};
-
-static int by_time(const void *a, const void *b)
-{
-	const struct point *x = a, *y = b;
-	int16_t d = (int16_t)(uint16_t)(x->ticket - y->ticket);
-
-	if (x->at != y->at)
-		return x->at < y->at ? -1 : 1;
-	if (d != 0 && x->kind != INIT && y->kind != INIT) /* same clock reading */
-		return d < 0 ? -1 : 1;
-	if (x->kind != y->kind)
-		return x->kind < y->kind ? -1 : 1;
-	return 0;
-}
-
-/*
- * The acquisitions from the lock's first contended acquisition to its last.
- * Every distance we know is a lower bound (takes_between()): between two
- * observations adjacent in time, and each segment's own span (the sum of
- * distances between its thread's consecutive observations).  Chaining them
- * from the first observation to the last gives a count no greater than the
- * truth; the longest chain is the best of them.  The observations' clock
- * readings order them, since each was read with the lock held.  A
- * pthread_spin_init() of the lock (@inits, sorted by time) restarts its
- * tickets from 0: the chain counts nothing across it, and from it to the
- * next observation the tickets from 0; a span across it is not used.
- * @points has room for 2 x @n + @ninits.
- */
-static uint64_t total_of(const struct ts_segment *r, size_t n, const struct ts_init_rec *inits,
-                         size_t ninits, struct point *points, uint64_t *best, uint32_t *first_at)
-{
-	size_t np = 0, start;
-	size_t last_init = 0; /* index + 1 of the latest INIT point so far; 0: none */
-
-	for (size_t i = 0; i < n; i++) {
-		points[np++] = (struct point){ r[i].first, r[i].first_ticket, FIRST, (uint32_t)i };
-		points[np++] = (struct point){ r[i].last, r[i].last_ticket, LAST, (uint32_t)i };
-	}
-	for (size_t i = 0; i < ninits; i++)
-		points[np++] = (struct point){ inits[i].at,
-		                               (uint16_t)((0u - 1u) & TS_TICKET_MASK), INIT, 0 };
-	qsort(points, np, sizeof(*points), by_time);
-	/* initialisations before the first observation or after the last do not count */
-	for (start = 0; points[start].kind == INIT; start++)
-		;
-	while (points[np - 1].kind == INIT)
-		np--;
-	for (size_t i = 0; i < n; i++)
-		first_at[i] = UINT32_MAX; /* (a damaged segment may end before it starts) */
-	for (size_t p = start; p < np; p++)
-		if (points[p].kind == FIRST)
-			first_at[points[p].rec] = (uint32_t)p;
-	best[start] = 1; /* the first contended acquisition itself */
-	for (size_t p = start + 1; p < np; p++) {
-		if (points[p].kind == INIT) {
-			best[p] = best[p - 1];
-			last_init = p + 1;
-			continue;
-		}
-		best[p] = best[p - 1] + takes_between(points[p - 1].ticket, points[p].ticket);
-		if (points[p].kind == LAST && first_at[points[p].rec] < p &&
-		    first_at[points[p].rec] + 1 > last_init) {
-			const struct ts_segment *own = &r[points[p].rec];
-			uint64_t via_span = best[first_at[points[p].rec]] + own->span;
-
-			if (via_span > best[p])
-				best[p] = via_span;
-		}
-	}
-	return best[np - 1];
 }
 
 static void add_hist(uint64_t *to, const uint64_t *from)
@@ -391,9 +254,8 @@ static void merge_lock(struct ts_merged_lock *m, const struct ts_lock_rec *r, si
 	memset(m, 0, sizeof(*m));
 	m->lock = r[0].lock;
 	for (size_t i = 0; i < n; i++) {
-		/* borrowed turns consume no ticket: added to the total apart */
 		m->borrows += r[i].borrows;
-		m->total += r[i].borrows;
+		m->total += r[i].released;
 		m->contended += r[i].contended;
 		m->ahead_sum += r[i].ahead_sum;
 		m->polls += r[i].polls;
@@ -421,7 +283,7 @@ static void merge_lock(struct ts_merged_lock *m, const struct ts_lock_rec *r, si
 			m->hold_max = r[i].hold_max;
 		add_hist(m->wait_hist, r[i].wait_hist);
 		add_hist(m->hold_hist, r[i].hold_hist);
-		m->threads++;
+		m->threads += r[i].contended > 0; /* not those that only released it */
 	}
 }
 
@@ -467,8 +329,6 @@ int ts_report_read(int fd, struct ts_file_header *h, struct ts_report *report)
 {
 	struct vec locks = { .elem = sizeof(struct ts_lock_rec) };
 	struct vec sites = { .elem = sizeof(struct ts_site_rec) };
-	struct vec segs = { .elem = sizeof(struct ts_segment) };
-	struct vec inits = { .elem = sizeof(struct ts_init_rec) };
 	struct vec merged = { .elem = sizeof(struct ts_merged_lock) };
 	struct ts_thread_slot *slot;
 	struct stat st;
@@ -503,21 +363,10 @@ int ts_report_read(int fd, struct ts_file_header *h, struct ts_report *report)
 		return -1;
 	for (uint32_t i = 0; i < nslots; i++) {
 		uint64_t at = ts_slot_offset(i);
-		size_t head = offsetof(struct ts_thread_slot, segs);
-		uint32_t nsegs, ninits;
 
-		/* the fixed part, then only the used part of the logs: the rest are holes */
 		if (!read_at(fd, &slot->claimed, sizeof(slot->claimed), at) || slot->claimed != 1 ||
-		    !read_at(fd, slot, head, at) || slot->claimed != 1)
+		    !read_at(fd, slot, sizeof(*slot), at) || slot->claimed != 1)
 			continue;
-		nsegs = slot->nsegs < TS_SEG_LIMIT ? slot->nsegs : TS_SEG_LIMIT;
-		ninits = slot->ninits < TS_INIT_LIMIT ? slot->ninits : TS_INIT_LIMIT;
-		if (!read_at(fd, slot->segs, nsegs * sizeof(slot->segs[0]), at + head) ||
-		    !read_at(fd, slot->inits, ninits * sizeof(slot->inits[0]),
-		             at + offsetof(struct ts_thread_slot, inits)))
-			continue;
-		slot->nsegs = nsegs;
-		slot->ninits = ninits;
 		if (slot->nlocks > TS_LOCK_LIMIT)
 			slot->nlocks = TS_LOCK_LIMIT; /* (a damaged file must not make us run away) */
 		if (slot->nsites > TS_SITE_LIMIT)
@@ -526,34 +375,21 @@ int ts_report_read(int fd, struct ts_file_header *h, struct ts_report *report)
 
 		report->dropped_locks += slot->dropped_locks;
 		report->dropped_sites += slot->dropped_sites;
-		report->dropped_segs += slot->dropped_segs;
-		report->dropped_inits += slot->dropped_inits;
-		report->threads += slot->nlocks > 0; /* threads that only initialised do not count */
-		for (uint32_t k = 0; k < slot->ninits; k++) {
-			struct ts_init_rec *x = vec_push(&inits);
-			if (x == NULL)
-				goto fail;
-			*x = slot->inits[k];
-		}
-		for (uint32_t k = 0; k < slot->nsegs; k++) {
-			struct ts_segment *x = vec_push(&segs);
-			if (x == NULL)
-				goto fail;
-			*x = slot->segs[k];
-		}
+		report->dropped_releases += slot->dropped_releases;
 		for (uint32_t k = 0; k < TS_LOCK_SLOTS; k++) {
 			struct ts_lock_rec *x;
 
-			if (slot->locks[k].lock == 0 || slot->locks[k].contended == 0)
+			if (slot->locks[k].lock == 0)
 				continue;
 			if ((x = vec_push(&locks)) == NULL)
 				goto fail;
 			*x = slot->locks[k];
-			if (slot->locks[k].seg.lock != 0) { /* the current segment */
-				struct ts_segment *g = vec_push(&segs);
-				if (g == NULL)
-					goto fail;
-				*g = slot->locks[k].seg;
+		}
+		/* threads that only initialised or released do not count */
+		for (uint32_t k = 0; k < TS_LOCK_SLOTS; k++) {
+			if (slot->locks[k].lock != 0 && slot->locks[k].contended != 0) {
+				report->threads++;
+				break;
 			}
 		}
 		for (uint32_t k = 0; k < TS_SITE_SLOTS; k++) {
@@ -580,56 +416,20 @@ int ts_report_read(int fd, struct ts_file_header *h, struct ts_report *report)
 		if ((m = vec_push(&merged)) == NULL)
 			goto fail;
 		merge_lock(m, &r[i], j - i);
+		if (m->contended == 0) { /* released, never contended (a shared hash at init) */
+			merged.len--;
+			continue;
+		}
+		/*
+		 * A contended acquisition not yet released (the report is read
+		 * while the process runs, or its holder never unlocked) is one
+		 * more than the releases say.
+		 */
+		if (m->total < m->contended)
+			m->total = m->contended;
 		report->contended += m->contended;
 	}
 	vec_free(&locks);
-
-	{
-		struct ts_segment *g = (struct ts_segment *)segs.data;
-		struct ts_init_rec *in = (struct ts_init_rec *)inits.data;
-		size_t npoints = 2 * segs.len + inits.len;
-		size_t bytes = npoints * (sizeof(struct point) + sizeof(uint64_t) + sizeof(uint32_t)) + 1;
-		void *scratch = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
-		                     -1, 0);
-
-		if (scratch == MAP_FAILED)
-			goto fail;
-		if (segs.len > 0)
-			qsort(g, segs.len, sizeof(*g), segment_by_lock);
-		if (inits.len > 0)
-			qsort(in, inits.len, sizeof(*in), init_by_lock);
-		for (size_t i = 0, j, k = 0; i < segs.len; i = j) {
-			struct ts_merged_lock *m;
-			size_t first_init;
-			struct point *points = scratch;
-			uint64_t *best = (uint64_t *)(points + npoints);
-			uint32_t *first_at = (uint32_t *)(best + npoints);
-
-			for (j = i; j < segs.len && g[j].lock == g[i].lock; j++)
-				;
-			while (k < inits.len && in[k].lock < g[i].lock)
-				k++;
-			for (first_init = k; k < inits.len && in[k].lock == g[i].lock; k++)
-				;
-			m = bsearch(&g[i].lock, merged.data, merged.len, merged.elem, merged_by_lock);
-			if (m != NULL)
-				m->total += total_of(&g[i], j - i, &in[first_init], k - first_init, points,
-				                     best, first_at);
-		}
-		munmap(scratch, bytes);
-	}
-	vec_free(&segs);
-	vec_free(&inits);
-	/*
-	 * A lock whose contended acquisitions were all served at once has no
-	 * observation to count from: what is known is a lower bound.
-	 */
-	for (size_t i = 0; i < merged.len; i++) {
-		struct ts_merged_lock *m = (struct ts_merged_lock *)merged.data + i;
-
-		if (m->total < m->contended)
-			m->total = m->contended;
-	}
 
 	if (sites.len > 0)
 		qsort(sites.data, sites.len, sites.elem, site_by_lock_then_caller);
@@ -669,8 +469,6 @@ fail:
 		munmap(slot, sizeof(*slot));
 	vec_free(&locks);
 	vec_free(&sites);
-	vec_free(&segs);
-	vec_free(&inits);
 	vec_free(&merged);
 	errno = err;
 	return -1;
@@ -798,17 +596,15 @@ long ts_report_write(int out, const struct ts_file_header *h, const struct ts_re
 		         h->pid, report->nlocks, report->nlocks == 1 ? "" : "s",
 		         (unsigned long long)report->contended, report->threads,
 		         report->threads == 1 ? "" : "s", shown, o->top);
-	if (report->dropped_locks > 0 || report->dropped_sites > 0 || report->dropped_inits > 0 ||
-	    report->dropped_segs > 0 || report->unrecorded_threads > 0)
+	if (report->dropped_locks > 0 || report->dropped_sites > 0 ||
+	    report->dropped_releases > 0 || report->unrecorded_threads > 0)
 		put_line(out, prefix,
-		         "stats: not recorded (per-thread tables full: %u locks, %u call sites, %u "
-		         "inits, %u segments): %llu contended acquisitions, %llu call sites, %llu "
-		         "inits, %llu segments (totals may be short); %u thread%s without a table",
-		         TS_LOCK_LIMIT, TS_SITE_LIMIT, TS_INIT_LIMIT, TS_SEG_LIMIT,
-		         (unsigned long long)report->dropped_locks,
+		         "stats: not recorded (per-thread tables full: %u locks, %u call sites): "
+		         "%llu contended acquisitions, %llu call sites, %llu releases (totals may "
+		         "be short); %u thread%s without a table",
+		         TS_LOCK_LIMIT, TS_SITE_LIMIT, (unsigned long long)report->dropped_locks,
 		         (unsigned long long)report->dropped_sites,
-		         (unsigned long long)report->dropped_inits,
-		         (unsigned long long)report->dropped_segs, report->unrecorded_threads,
+		         (unsigned long long)report->dropped_releases, report->unrecorded_threads,
 		         report->unrecorded_threads == 1 ? "" : "s");
 	if (shown > 0) {
 		put_line(out, prefix, "stats: %18s %10s %10s  %-58s  %-36s", "", "", "",
@@ -817,7 +613,7 @@ long ts_report_write(int out, const struct ts_file_header *h, const struct ts_re
 		put_line(out, prefix,
 		         "stats: %18s %10s %10s %9s %10s %9s %9s %9s %9s %9s %9s %9s %7s %13s %7s %15s "
 		         "%8s %8s %8s %8s %8s %8s %7s %7s%s  %s",
-		         "lock", "total>=", "contended", "total", "waited", "mean", "p99", "p99.9",
+		         "lock", "total", "contended", "total", "waited", "mean", "p99", "p99.9",
 		         "max", "mean", "p99", "max", "n", "ahead avg/max", "polls", "delay now/max",
 		         "yields", "parks",
 		         "rests", "skips", "dozed", "line", "threads", "steals",

@@ -22,8 +22,10 @@
  *   bits 16..21  head: the ticket at the front of the queue.
  *   bit  22      TS_WAKE_HEAD: the head of the queue sleeps and wants the
  *                next unlock to wake it.
- *   bit  23      TS_STATS_DUE: TICKET_STATS has bookkeeping for the holder's
- *                unlock.
+ *   bit  23      TS_STATS_DUE: TICKET_STATS counts this lock's releases
+ *                (the holder's unlock also folds its record): set at the
+ *                lock's first recorded contended acquisition, cleared only
+ *                by pthread_spin_init() (stats.c); never set without it.
  *   bits 24..29  next: the next ticket to hand out.
  *   bit  30      TS_WAKE_NEXT: the waiter that has just become the head may
  *                sleep: the holder's unlock wakes it.
@@ -33,7 +35,8 @@
  * The three requests to the unlock (TS_WAKE_HEAD, TS_WAKE_NEXT, TS_STATS_DUE)
  * live outside the lock byte because the lock's exchange overwrites it whole.
  * The unlock's fast path tests them with the lock byte; its slow path
- * releases with a compare-and-swap that clears them.
+ * releases with a compare-and-swap that clears the two wake-ups (or, with
+ * TS_STATS_DUE alone, the fast path's byte store), then counts.
  *
  * Everything but the lock byte changes only by atomic read-modify-writes, so
  * the unlock's byte store cannot lose an update to it.
@@ -80,7 +83,9 @@
  *     thread; head advances only when that ticket's waiter takes the lock,
  *     next goes back only when the last ticket's waiter takes it.  An empty
  *     queue is head == next == 0: whoever empties it sets both to 0, so that
- *     an idle lock is the all-zero word the fast path expects.
+ *     an idle lock is the all-zero word the fast path expects (with
+ *     TICKET_STATS, TS_STATS_DUE may stay: the lock's fast path ignores it,
+ *     and sends the unlock out of line to count).
  *  I3 while TS_WATCHING is set, bypass counts the acquisitions by other than
  *     the head (critical sections entered, not exchanges given back),
  *     saturating at TS_BYPASS_MAX, and no steal makes it exceed

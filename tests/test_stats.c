@@ -1,8 +1,7 @@
 /*
  * TICKET_STATS.  First the merge, through the core linked in: synthetic
- * contended acquisitions recorded from several threads, with ticket numbers
- * that wrap (the queue's 6-bit tickets: a space of 64), and the report they
- * give.  Then a known contended program
+ * contended acquisitions and releases recorded from several threads, and
+ * the report they give.  Then a known contended program
  * (contended.c) under the preload: the call site, the counts, no rows
  * without contention, the file, TICKET_STATS_TOP, and _exit.
  */
@@ -29,13 +28,13 @@ static ts_word_t word __attribute__((aligned(64))); /* the lock of arrivals.h */
 struct event {
 	int thread;          /* which recording thread */
 	const void *lock;
-	uint64_t k;          /* the ticket's number: ticket = k mod the ticket space */
 	const void *caller;
 	uint16_t ahead;
 	uint32_t polls, delay;
-	uint32_t borrowed;   /* 1: taken with no ticket (stolen), k meaningless; 2: pthread_spin_init */
+	uint32_t borrowed;   /* 1: taken with no ticket (stolen) */
 	int at_once;         /* 1: served at the first look, then released; 2: never released */
 	int waited;          /* 1: the wait has a start time (1 clock unit after the clock's 0) */
+	int release_only;    /* 1: an acquisition on the fast path: only its release is seen */
 };
 
 static struct event *events;
@@ -59,13 +58,10 @@ static void *recorder(void *arg)
 			                   .borrows = events[i].borrowed, .ahead = events[i].ahead,
 			                   .at_once = events[i].at_once != 0,
 			                   .begin = events[i].waited ? 1 : 0 };
-		if (events[i].borrowed == 2)
-			ts_stats_init(events[i].lock);
-		else
-			ts_stats_record(events[i].lock, (uint16_t)(events[i].k & TS_TICKET_MASK),
-			                events[i].caller, &w, events[i].delay);
+		if (!events[i].release_only)
+			ts_stats_record(events[i].lock, events[i].caller, &w, events[i].delay);
 		if (events[i].at_once != 2)
-			ts_stats_after_unlock(); /* what pthread_spin_unlock() calls */
+			ts_stats_after_unlock(events[i].lock); /* what pthread_spin_unlock() calls */
 		__atomic_store_n(&turn, i + 1, __ATOMIC_RELEASE);
 	}
 }
@@ -81,9 +77,17 @@ static void record_all(int threads)
 		pthread_join(tids[i], NULL);
 }
 
-static void add(int thread, const void *lock, uint64_t k, const void *caller)
+/* A contended acquisition of @lock by @thread, from @caller, then its release. */
+static void add(int thread, const void *lock, const void *caller)
 {
-	events[nevents++] = (struct event){ thread, lock, k, caller, 1, 10, 0, 0, 0, 0 };
+	events[nevents++] = (struct event){ thread, lock, caller, 1, 10, 0, 0, 0, 0, 0 };
+}
+
+/* An acquisition on the fast path of a lock marked for counting: its release. */
+static void add_release(int thread, const void *lock)
+{
+	add(thread, lock, NULL);
+	events[nevents - 1].release_only = 1;
 }
 
 /* The report as ts_stats_report writes it. */
@@ -145,20 +149,15 @@ TestSuite(stats_merge, .init = stats_on, .fini = stats_done);
 
 static int lock_a, lock_b, lock_c; /* only their addresses matter */
 
-Test(stats_merge, one_thread_across_the_ticket_wrap)
+Test(stats_merge, one_thread_every_release_counts)
 {
 	static struct event ev[9100];
 	struct ts_report_row row;
 	long n;
 
 	events = ev;
-	/*
-	 * Tickets 500..9500, every one recorded (every take in the queue goes
-	 * through the slow path): the 6-bit tickets wrap 140 times, and each
-	 * wrap, 63 then 0, counts one take.
-	 */
-	for (uint64_t k = 500; k <= 9500; k++)
-		add(0, &lock_a, k, (const char *)&getpid + 3);
+	for (int k = 0; k < 9001; k++)
+		add(0, &lock_a, (const char *)&getpid + 3);
 	record_all(1);
 	char *text = report(20, &n);
 	cr_assert_eq(n, 1, "%s", text);
@@ -172,42 +171,60 @@ Test(stats_merge, one_thread_across_the_ticket_wrap)
 }
 
 /*
- * The queue empties and its tickets restart from 0 (ticket_lock.h), and
- * takes served at their first look leave no observation: the total never
- * exceeds the acquisitions made.  Busy periods of 3, 6, 2, 5 and 4 takes,
- * thread 0 and 1 alternating; the last take of each period (which empties
- * the queue) served at once, unobserved.  Counted modulo 128, the restart
- * from an observed ticket 4 to the next period's 0 was 124 takes.
+ * The total is exact (issue 41): the acquisitions on the fast path of a lock
+ * once contended are counted at their release, by whichever thread, and a
+ * thread that only released the lock is not one of the threads that
+ * contended.  (Until file version 9 the total was reckoned from the queue's
+ * tickets, a lower bound that saw only the slow path: "total>=".)
  */
-Test(stats_merge, a_queue_that_empties_restarts_its_tickets)
+Test(stats_merge, releases_after_the_fast_path_count_in_the_total)
 {
-	static const int periods[] = { 3, 6, 2, 5, 4 };
-	struct event ev[64];
+	static struct event ev[400];
 	struct ts_report_row row;
-	int made = 0, observed = 0;
 	long n;
 
 	events = ev;
-	for (size_t p = 0; p < sizeof(periods) / sizeof(periods[0]); p++) {
-		for (int k = 0; k < periods[p]; k++) {
-			add(made % 2, &lock_a, (uint64_t)k, NULL);
-			if (k == periods[p] - 1)
-				events[nevents - 1].at_once = 1;
-			else
-				observed++;
-			made++;
-		}
-	}
-	record_all(2);
+	for (int k = 0; k < 5; k++)
+		add(0, &lock_a, NULL);
+	for (int k = 0; k < 300; k++)
+		add_release(k % 3, &lock_a);
+	add(1, &lock_a, NULL);
+	record_all(3);
 	char *text = report(20, &n);
+	cr_assert_eq(n, 1, "%s", text);
 	cr_assert(row_of(text, &lock_a, &row), "%s", text);
-	cr_assert_eq(row.contended, (unsigned long long)made, "%s", text);
-	cr_assert(row.total >= row.contended && row.total <= (unsigned long long)made,
-	          "%d acquisitions (%d observed), yet a total of %llu:\n%s", made, observed,
-	          row.total, text);
+	cr_assert_eq(row.contended, 6, "%s", text);
+	cr_assert_eq(row.total, 306, "%s", text);
+	cr_assert_eq(row.threads, 2, "threads that contended, not those that only released:\n%s",
+	             text);
+	cr_assert(strstr(text, "6 contended acquisitions in 2 threads") != NULL, "%s", text);
 }
 
-Test(stats_merge, threads_that_overlap_leave_gaps_and_exit)
+/*
+ * A lock released with the mark but never recorded contended (its hash
+ * matched a contended one's at pthread_spin_init()) is counted and not
+ * reported: the report lists contended locks.
+ */
+Test(stats_merge, a_lock_only_released_is_not_reported)
+{
+	struct event ev[64];
+	struct ts_report_row row;
+	long n;
+
+	events = ev;
+	for (int k = 0; k < 10; k++)
+		add(k % 2, &lock_a, NULL);
+	for (int k = 0; k < 20; k++)
+		add_release(k % 2, &lock_b);
+	record_all(2);
+	char *text = report(20, &n);
+	cr_assert_eq(n, 1, "%s", text);
+	cr_assert(row_of(text, &lock_a, &row), "%s", text);
+	cr_assert_eq(row.total, 10, "%s", text);
+	cr_assert(!row_of(text, &lock_b, &row), "%s", text);
+}
+
+Test(stats_merge, threads_that_overlap_and_exit)
 {
 	static struct event ev[4000];
 	struct ts_report_row row;
@@ -215,24 +232,19 @@ Test(stats_merge, threads_that_overlap_leave_gaps_and_exit)
 
 	events = ev;
 	/*
-	 * Thread 0 alone from 0 to 40; threads 1 and 2 alternate from 60 to
-	 * 450 (a gap of 20 unobserved tickets before); thread 0 again at 500,
-	 * after a gap of 50 and 460 after its own previous one (the ticket
-	 * space is 64).  Every thread has exited when the report is made.
-	 * Thread 2's own distances (odd tickets: 63 then 1 at each wrap) are
-	 * exact, and so are the gaps (no wrap in them): the longest chain is the
-	 * truth.  (Thread 1's even tickets go from 62 to 0, counted 1: short.)
+	 * Thread 0 alone, then threads 1 and 2 alternating, then thread 0 again;
+	 * every thread has exited when the report is made.
 	 */
-	for (uint64_t k = 0; k <= 40; k += 5)
-		add(0, &lock_a, k, &lock_b);
-	for (uint64_t k = 60; k <= 450; k += 1)
-		add(1 + (int)(k % 2), &lock_a, k, (k / 3) % 3 == 0 ? &lock_c : &lock_b);
-	add(0, &lock_a, 500, &lock_b);
+	for (int k = 0; k < 9; k++)
+		add(0, &lock_a, &lock_b);
+	for (int k = 60; k <= 450; k++)
+		add(1 + k % 2, &lock_a, (k / 3) % 3 == 0 ? &lock_c : &lock_b);
+	add(0, &lock_a, &lock_b);
 	record_all(3);
 	char *text = report(20, &n);
 	cr_assert_eq(n, 1, "%s", text);
 	cr_assert(row_of(text, &lock_a, &row), "%s", text);
-	cr_assert_eq(row.total, 501, "%s", text);
+	cr_assert_eq(row.total, 9 + 391 + 1, "%s", text);
 	cr_assert_eq(row.contended, 9 + 391 + 1);
 	cr_assert_eq(row.threads, 3);
 	/* the top call site: &lock_b, 271 of 401 (lock_c: k / 3 = 21, 24 .. 150); object+offset */
@@ -240,10 +252,7 @@ Test(stats_merge, threads_that_overlap_leave_gaps_and_exit)
 	          "site: %s", row.sites);
 }
 
-/*
- * Acquisitions taken with no ticket (stolen, or by a waiter that gave its
- * ticket back: "borrows") count apart, and are added to the total.
- */
+/* Acquisitions taken with no ticket (stolen, or escaped: "borrows") count apart. */
 Test(stats_merge, acquisitions_without_a_ticket_count_apart)
 {
 	struct event ev[32];
@@ -251,10 +260,10 @@ Test(stats_merge, acquisitions_without_a_ticket_count_apart)
 	long n;
 
 	events = ev;
-	for (uint64_t k = 0; k <= 50; k += 5) {
-		add(0, &lock_a, k, NULL);
-		if (k % 20 == 0) { /* stolen: its "ticket" (0, or given back) must not count */
-			add(1, &lock_a, 45 + k, NULL);
+	for (int k = 0; k <= 50; k += 5) {
+		add(0, &lock_a, NULL);
+		if (k % 20 == 0) {
+			add(1, &lock_a, NULL);
 			events[nevents - 1].borrowed = 1;
 		}
 	}
@@ -263,32 +272,69 @@ Test(stats_merge, acquisitions_without_a_ticket_count_apart)
 	cr_assert(row_of(text, &lock_a, &row), "%s", text);
 	cr_assert_eq(row.borrows, 3, "%s", text);
 	cr_assert_eq(row.contended, 14, "%s", text);
-	cr_assert_eq(row.total, 51 + 3, "%s", text);
+	cr_assert_eq(row.total, 14, "%s", text);
 }
 
-Test(stats_merge, init_restarts_the_count)
+/*
+ * pthread_spin_init() marks a lock for counting only once its hash has been
+ * seen contended: a re-initialised contended lock goes on counting, and the
+ * thousands of locks a server initialises and never contends do not fill
+ * the threads' tables with their releases.
+ */
+Test(stats_merge, init_marks_only_a_lock_seen_contended)
 {
-	struct event ev[64];
+	struct event ev[8];
+	long n;
+
+	cr_assert_not(ts_stats_init(&lock_a), "never contended, yet marked");
+	events = ev;
+	add(0, &lock_a, NULL);
+	record_all(1);
+	cr_assert(ts_stats_init(&lock_a), "contended, yet not marked at its init");
+	(void)report(20, &n);
+	cr_assert_eq(n, 1);
+}
+
+/* Holds `word` until the other thread has begun to wait for it. */
+static void *contender(void *arg)
+{
+	(void)arg;
+	ts_lock(&word, NULL); /* contended: the main thread holds it */
+	cr_assert(ts_unlock(&word));
+	return NULL;
+}
+
+/*
+ * The whole path, through the lock itself: a contended acquisition marks the
+ * lock, and from then on every acquisition is counted at its release, on
+ * the fast path and by trylock as well (a trylock of the marked, idle word
+ * keeps the mark).  The main thread's own first acquisition came before the
+ * mark, and is not counted.
+ */
+Test(stats_merge, a_marked_lock_counts_fast_path_and_trylock_acquisitions)
+{
+	pthread_t tid;
 	struct ts_report_row row;
 	long n;
 
-	events = ev;
-	add(1, &lock_a, 0, NULL); /* an init before any contention does not count */
-	events[nevents - 1].borrowed = 2;
-	for (uint64_t k = 7; k <= 60; k += 10)
-		add(0, &lock_a, k, NULL);
-	add(1, &lock_a, 0, NULL); /* re-initialised: tickets restart from 0 */
-	events[nevents - 1].borrowed = 2;
-	for (uint64_t k = 5; k <= 55; k += 10)
-		add((int)(k / 10) % 2, &lock_a, k, NULL);
-	add(1, &lock_a, 0, NULL); /* after the last contended acquisition: no count */
-	events[nevents - 1].borrowed = 2;
-	record_all(2);
+	cr_assert(ts_lock_fast(&word, &(uint8_t){ 0 }));
+	cr_assert_eq(pthread_create(&tid, NULL, contender, NULL), 0);
+	while (ts_queued(__atomic_load_n(&word, __ATOMIC_ACQUIRE)) == 0)
+		sched_yield();
+	cr_assert(ts_unlock(&word));
+	cr_assert_eq(pthread_join(tid, NULL), 0);
+	cr_assert(__atomic_load_n(&word, __ATOMIC_RELAXED) & TS_STATS_DUE, "not marked: %#x",
+	          __atomic_load_n(&word, __ATOMIC_RELAXED));
+	for (int k = 0; k < 1000; k++) {
+		cr_assert(ts_trylock(&word));
+		cr_assert(ts_unlock(&word));
+		ts_lock(&word, NULL);
+		cr_assert(ts_unlock(&word));
+	}
 	char *text = report(20, &n);
-	cr_assert(row_of(text, &lock_a, &row), "%s", text);
-	cr_assert_eq(row.contended, 6 + 6, "%s", text);
-	/* 7..57 (51), then 0..55 (56) */
-	cr_assert_eq(row.total, 51 + 56, "%s", text);
+	cr_assert(row_of(text, &word, &row), "%s", text);
+	cr_assert_eq(row.contended, 1, "%s", text);
+	cr_assert_eq(row.total, 1 + 2000, "%s", text);
 }
 
 Test(stats_merge, sorted_by_contention_and_cut_at_top)
@@ -298,12 +344,12 @@ Test(stats_merge, sorted_by_contention_and_cut_at_top)
 	struct ts_report_row row;
 
 	events = ev;
-	for (uint64_t k = 0; k < 30; k++)
-		add((int)k % 2, &lock_b, k, NULL);
-	for (uint64_t k = 0; k < 10; k++)
-		add((int)k % 2, &lock_a, k, NULL);
-	for (uint64_t k = 0; k < 20; k++)
-		add((int)k % 2, &lock_c, k, NULL);
+	for (int k = 0; k < 30; k++)
+		add(k % 2, &lock_b, NULL);
+	for (int k = 0; k < 10; k++)
+		add(k % 2, &lock_a, NULL);
+	for (int k = 0; k < 20; k++)
+		add(k % 2, &lock_c, NULL);
 	events[0].ahead = 7;
 	events[0].delay = 3 * TS_DELAY_ONE;
 	record_all(2);
@@ -341,20 +387,19 @@ Test(stats_merge, served_at_once_waits_none_and_still_counts)
 
 	events = ev;
 	/*
-	 * Thread 0 waited (its records carry a time, the observations behind the
-	 * total: odd tickets across 14 wraps, 127 then 1 each time, exact);
-	 * thread 1 was served at its first look in between: counted, timed as
-	 * no wait, but no observation.
+	 * Thread 0's records carry a time (not a start: not timed waits);
+	 * thread 1 was served at its first look in between: counted, and no
+	 * wait.
 	 */
-	for (uint64_t k = 501; k <= 2299; k++) {
-		add(k % 2 == 1 ? 0 : 1, &lock_a, k, NULL);
+	for (int k = 501; k <= 2299; k++) {
+		add(k % 2 == 1 ? 0 : 1, &lock_a, NULL);
 		if (k % 2 == 0) {
 			events[nevents - 1].at_once = 1;
 			events[nevents - 1].ahead = 0;
 		}
 	}
-	/* only served at once, and never released: a lower bound of a total */
-	add(1, &lock_b, 7, NULL);
+	/* only served at once, and never released: contended, and so in the total */
+	add(1, &lock_b, NULL);
 	events[nevents - 1].at_once = 2;
 	record_all(2);
 	char *text = report(20, &n);
@@ -384,8 +429,8 @@ Test(stats_merge, only_waits_that_waited_make_the_wait_figures)
 	long n;
 
 	events = ev;
-	for (uint64_t k = 1; k <= 1000; k++) {
-		add(0, &lock_a, k, NULL);
+	for (int k = 1; k <= 1000; k++) {
+		add(0, &lock_a, NULL);
 		if (k % 100 == 0)
 			events[nevents - 1].waited = 1;
 		else
@@ -418,20 +463,6 @@ Test(stats_merge, nothing_recorded)
 	cr_assert(strstr(text, "0 locks contended, 0 contended acquisitions in 0 threads") != NULL,
 	          "%s", text);
 	cr_assert(strstr(text, "0x") == NULL, "no rows:\n%s", text);
-}
-
-/* issue 19: a server initialises thousands of locks, most never contended */
-Test(stats_merge, many_inits_of_uncontended_locks_lose_nothing)
-{
-	static char locks[20000];
-	long n;
-	char *text;
-
-	for (int i = 0; i < 5000; i++)
-		ts_stats_init(&locks[i * 4]);
-	text = report(20, &n);
-	cr_assert_null(strstr(text, "not recorded"), "inits of locks never contended were "
-	               "counted against the table:\n%s", text);
 }
 
 /*
@@ -576,10 +607,15 @@ static void check_contended_row(const char *report_text, const struct probe_resu
 	program_lock(r, k, &address, &count);
 	cr_assert(row_of(report_text, address, &row), "no row for lock %d (%p):\n%s", k, address,
 	          report_text);
-	/* the program counts its workers' acquisitions; main took each lock once more */
+	/*
+	 * The program counts its workers' acquisitions; main took each lock once
+	 * more.  The total is exact from the lock's first contended acquisition:
+	 * within 1% of the program's count (issue 41).
+	 */
 	cr_assert(row.contended >= min_contended && row.contended <= row.total &&
-	          row.total <= count + 1, "lock %d: contended %llu total %llu of %lu:\n%s", k,
-	          row.contended, row.total, count + 1, report_text);
+	          row.total >= count - count / 100 && row.total <= count + 1,
+	          "lock %d: contended %llu total %llu of %lu:\n%s", k, row.contended, row.total,
+	          count + 1, report_text);
 	cr_assert(row.ahead_max >= 1 && row.threads >= 1, "%s", report_text);
 	cr_assert(strncmp(row.sites, "contend_worker+0x", 17) == 0 &&
 	          strstr(row.sites, "/contended) ") != NULL, "lock %d: site %s", k, row.sites);

@@ -146,11 +146,11 @@ Test(fuzz, byte_flips)
 
 		memcpy(copy, original, original_size);
 		for (int f = 0; f < flips; f++) {
-			/* the header's fields after the magic and version, or a slot's fixed part */
+			/* the header's fields after the magic and version, or a slot's */
 			size_t at = round % 2 == 0
 			                    ? 16 + next_random() % (offsetof(struct ts_file_header, modules) - 16)
 			                    : (size_t)ts_slot_offset((uint32_t)(next_random() % 4)) +
-			                              next_random() % offsetof(struct ts_thread_slot, segs);
+			                              next_random() % sizeof(struct ts_thread_slot);
 
 			if (at < original_size)
 				copy[at] ^= (unsigned char)(1u << (next_random() % 8));
@@ -226,7 +226,7 @@ Test(fuzz, crafted_counts)
 		memset(h->modules[i].path, 'm', sizeof(h->modules[i].path));
 	for (uint32_t i = 0; i < backed; i++) {
 		t = slot_in(copy, i);
-		t->nlocks = t->nsites = t->nsegs = t->ninits = UINT32_MAX;
+		t->nlocks = t->nsites = UINT32_MAX;
 		t->last_lock = t->last_site = UINT32_MAX;
 		t->pending.seq += 2; /* a pending record to fold, with damaged fields */
 		t->pending.lock = 0x1234;
@@ -234,8 +234,8 @@ Test(fuzz, crafted_counts)
 		t->pending.begin = UINT64_MAX;
 		t->pending.hold = UINT64_MAX;
 		t->pending.ahead = UINT16_MAX;
-		t->locks[0].seg.first = UINT64_MAX;
-		t->locks[0].seg.last = 0;
+		t->locks[0].released = UINT64_MAX;
+		t->locks[0].contended = 0;
 	}
 	write_version(copy, original_size);
 	read_version(&r, "counts past the tables", false);

@@ -735,7 +735,7 @@ static const struct column {
 	[COL_HOLD_P99] = { "hold", "p99", 12, false },
 	[COL_HOLD_MAX] = { "hold", "max", 13, false },
 	[COL_HOLDS] = { "hold", "n", 14, false },
-	[COL_TOTAL] = { "", "total>=", 9, false },
+	[COL_TOTAL] = { "", "total", 9, false },
 	[COL_THREADS] = { "", "threads", 10, false },
 	[COL_AHEAD] = { "", "ahead", 15, false },
 	[COL_POLLS] = { "", "polls", 16, false },
@@ -1028,16 +1028,14 @@ static void write_report(const struct ts_file_header *h, const struct ts_report 
 		         report->threads == 1 ? "" : "s", n);
 		put_wrapped(line, width);
 		if (report->dropped_locks > 0 || report->dropped_sites > 0 ||
-		    report->dropped_inits > 0 || report->dropped_segs > 0 ||
-		    report->unrecorded_threads > 0) {
+		    report->dropped_releases > 0 || report->unrecorded_threads > 0) {
 			snprintf(line, sizeof(line),
 			         "not recorded, per-thread tables full: %llu contended acquisitions, "
-			         "%llu call sites, %llu inits, %llu segments (totals may be short); %u "
+			         "%llu call sites, %llu releases (totals may be short); %u "
 			         "thread%s without a table (--wide shows the limits)",
 			         (unsigned long long)report->dropped_locks,
 			         (unsigned long long)report->dropped_sites,
-			         (unsigned long long)report->dropped_inits,
-			         (unsigned long long)report->dropped_segs, report->unrecorded_threads,
+			         (unsigned long long)report->dropped_releases, report->unrecorded_threads,
 			         report->unrecorded_threads == 1 ? "" : "s");
 			put_wrapped(line, width);
 		}
