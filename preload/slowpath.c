@@ -972,16 +972,21 @@ static void stats_wait_begins_outside(struct waiter *w, bool *timed)
  * TS_STATS_DUE, if it is not yet, so that our unlock folds the record and
  * every unlock from now on counts a release (stats.c).
  */
-static void stats_record(ts_word_t *lock, const void *caller, struct ts_wait_stats *st,
-                         uint32_t delay)
+static void stats_mark(ts_word_t *lock)
 {
-	ts_stats_record(lock, caller, st, delay);
 	/*
 	 * An atomic OR, once: the word's other bits change under us (tickets, a
 	 * head's request); no one clears the bit but pthread_spin_init().
 	 */
 	if (!(__atomic_load_n(lock, __ATOMIC_RELAXED) & TS_STATS_DUE))
 		__atomic_fetch_or(lock, TS_STATS_DUE, __ATOMIC_RELAXED);
+}
+
+static void stats_record(ts_word_t *lock, const void *caller, struct ts_wait_stats *st,
+                         uint32_t delay)
+{
+	ts_stats_record(lock, caller, st, delay);
+	stats_mark(lock);
 }
 
 /* Draws a ticket, or waits outside a full queue, and waits in the queue. */
@@ -1130,13 +1135,11 @@ static bool keep_or_give_back(const struct ts_config *cfg, ts_word_t *lock, uint
 	}
 }
 
-/* TICKET_STATS: a steal, taken at once. */
+/* TICKET_STATS: a steal, taken at once; marks the lock as stats_record() does. */
 static void stats_record_steal(ts_word_t *lock, const void *caller, bool yielded)
 {
-	struct ts_wait_stats st = { .borrows = 1, .yields = yielded };
-
-	ts_stats_wait_begin(&st, true);
-	stats_record(lock, caller, &st, 0);
+	ts_stats_steal(lock, caller, yielded);
+	stats_mark(lock);
 }
 
 int ts_lock_slow(ts_word_t *lock, uint8_t was, const void *caller)

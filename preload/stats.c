@@ -810,6 +810,22 @@ void ts_stats_record(const void *lock, const void *caller, const struct ts_wait_
 	note_contended(hash); /* before the unlock: an init after it must mark the lock */
 }
 
+void ts_stats_steal(const void *lock, const void *caller, bool yielded)
+{
+	struct ts_thread_slot *t = my_slot();
+	uint32_t sites;
+
+	if (t == NULL)
+		return;
+	sites = t->nsites;
+	ts_slot_count_steal(t, (uintptr_t)lock, (uintptr_t)caller, yielded);
+	if (!__atomic_load_n(&any_recorded, __ATOMIC_RELAXED))
+		__atomic_store_n(&any_recorded, true, __ATOMIC_RELAXED);
+	if (t->nsites != sites && !module_known(t->sites[t->last_site].caller))
+		note_modules(); /* a dlopen()ed object */
+	note_contended(ts_lock_hash(lock));
+}
+
 bool ts_stats_init(const void *lock)
 {
 	/*

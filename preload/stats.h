@@ -68,6 +68,15 @@ void ts_stats_record(const void *lock, const void *caller, const struct ts_wait_
                      uint32_t delay);
 
 /*
+ * Records a steal of @lock (taken with no wait, past a queue) by the calling
+ * thread, which holds it, from @caller; @yielded: it ended its turn first.
+ * Counted at once, without a pending record: a steal has no wait, no hold
+ * sample and no tuned delay, and in a holder's burst every acquisition is
+ * one.  Same rules as ts_stats_record().
+ */
+void ts_stats_steal(const void *lock, const void *caller, bool yielded);
+
+/*
  * After a release of @lock, whose word carries TS_STATS_DUE (the unlock came
  * out of line for it), while the other threads have the lock: counts the
  * release, and if the calling thread's pending record is of @lock, takes its

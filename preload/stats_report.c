@@ -112,6 +112,26 @@ void ts_slot_count_release(struct ts_thread_slot *t, uint64_t lock)
 		t->dropped_releases++;
 }
 
+void ts_slot_count_steal(struct ts_thread_slot *t, uint64_t lock, uint64_t caller,
+                         uint32_t yields)
+{
+	struct ts_lock_rec *r = lock_rec_of(t, lock);
+	struct ts_site_rec *s;
+
+	if (r == NULL) {
+		t->dropped_locks++;
+		return;
+	}
+	r->contended++;
+	r->borrows++;
+	r->yields += yields;
+	s = site_rec_of(t, lock, caller);
+	if (s != NULL)
+		s->count++;
+	else
+		t->dropped_sites++;
+}
+
 void ts_slot_fold(struct ts_thread_slot *t)
 {
 	const struct ts_pending *p = &t->pending;
