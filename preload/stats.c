@@ -593,6 +593,12 @@ static void fold(struct ts_thread_slot *t);
  * run out of mappings, vm.max_map_count, after some 65,000).
  */
 static struct ts_thread_slot *free_slots[TS_MAX_THREADS];
+static void count_steal(void);
+static __thread struct {
+	uintptr_t lock, caller;
+	uint32_t yields;
+} steal TLS_IE; /* see ts_stats_steal() */
+
 static uint32_t nfree_slots;
 static pthread_key_t slot_key;
 static bool slot_key_made;
@@ -608,6 +614,8 @@ static void give_back_slot(void *arg)
 
 	if (t == NULL || t != mine)
 		return; /* a slot of the parent, in a forked child: not ours to give */
+	if (steal.lock != 0)
+		count_steal();
 	if (t->folded != t->pending.seq)
 		fold(t);
 	mine = NULL;
@@ -744,6 +752,8 @@ void ts_stats_after_unlock(const void *lock)
 		if (ts_config()->stats == NULL || (t = my_slot()) == NULL)
 			return;
 	}
+	if (steal.lock == (uintptr_t)lock)
+		count_steal();
 	p = &t->pending;
 	if (t->folded != p->seq && p->lock == (uintptr_t)lock) {
 		if (p->served != 0) {
@@ -810,20 +820,36 @@ void ts_stats_record(const void *lock, const void *caller, const struct ts_wait_
 	note_contended(hash); /* before the unlock: an init after it must mark the lock */
 }
 
-void ts_stats_steal(const void *lock, const void *caller, bool yielded)
+/*
+ * A steal recorded while the lock is held and counted after its release:
+ * three stores in the critical section, the rest (the slot's tables) once
+ * the others may have the lock.  Counted by our unlock of that lock, or,
+ * if another thread released it, at our next steal or the thread's exit.
+ */
+static void count_steal(void)
 {
 	struct ts_thread_slot *t = my_slot();
 	uint32_t sites;
 
-	if (t == NULL)
-		return;
-	sites = t->nsites;
-	ts_slot_count_steal(t, (uintptr_t)lock, (uintptr_t)caller, yielded);
-	if (!__atomic_load_n(&any_recorded, __ATOMIC_RELAXED))
-		__atomic_store_n(&any_recorded, true, __ATOMIC_RELAXED);
-	if (t->nsites != sites && !module_known(t->sites[t->last_site].caller))
-		note_modules(); /* a dlopen()ed object */
-	note_contended(ts_lock_hash(lock));
+	if (t != NULL) {
+		sites = t->nsites;
+		ts_slot_count_steal(t, steal.lock, steal.caller, steal.yields);
+		if (!__atomic_load_n(&any_recorded, __ATOMIC_RELAXED))
+			__atomic_store_n(&any_recorded, true, __ATOMIC_RELAXED);
+		if (t->nsites != sites && !module_known(t->sites[t->last_site].caller))
+			note_modules(); /* a dlopen()ed object */
+	}
+	steal.lock = 0;
+}
+
+void ts_stats_steal(const void *lock, const void *caller, bool yielded)
+{
+	if (__builtin_expect(steal.lock != 0, 0))
+		count_steal(); /* the last one's lock was released by another thread */
+	steal.lock = (uintptr_t)lock;
+	steal.caller = (uintptr_t)caller;
+	steal.yields = yielded;
+	note_contended(ts_lock_hash(lock)); /* before the unlock, as in ts_stats_record() */
 }
 
 bool ts_stats_init(const void *lock)

@@ -31,7 +31,7 @@ struct event {
 	const void *caller;
 	uint16_t ahead;
 	uint32_t polls, delay;
-	uint32_t borrowed;   /* 1: taken with no ticket (stolen) */
+	uint32_t borrowed;   /* 1: taken with no ticket (escaped); 2: stolen (ts_stats_steal) */
 	int at_once;         /* 1: served at the first look, then released; 2: never released */
 	int waited;          /* 1: the wait has a start time (1 clock unit after the clock's 0) */
 	int release_only;    /* 1: an acquisition on the fast path: only its release is seen */
@@ -58,7 +58,9 @@ static void *recorder(void *arg)
 			                   .borrows = events[i].borrowed, .ahead = events[i].ahead,
 			                   .at_once = events[i].at_once != 0,
 			                   .begin = events[i].waited ? 1 : 0 };
-		if (!events[i].release_only)
+		if (events[i].borrowed == 2)
+			ts_stats_steal(events[i].lock, events[i].caller, true); /* what a steal calls */
+		else if (!events[i].release_only)
 			ts_stats_record(events[i].lock, events[i].caller, &w, events[i].delay);
 		if (events[i].at_once != 2)
 			ts_stats_after_unlock(events[i].lock); /* what pthread_spin_unlock() calls */
@@ -252,7 +254,11 @@ Test(stats_merge, threads_that_overlap_and_exit)
 	          "site: %s", row.sites);
 }
 
-/* Acquisitions taken with no ticket (stolen, or escaped: "borrows") count apart. */
+/*
+ * Acquisitions taken with no ticket (escaped, or stolen: "borrows") count
+ * apart.  A steal is counted after its release, or, released by another
+ * thread, at the thread's next steal or its exit.
+ */
 Test(stats_merge, acquisitions_without_a_ticket_count_apart)
 {
 	struct event ev[32];
@@ -267,12 +273,22 @@ Test(stats_merge, acquisitions_without_a_ticket_count_apart)
 			events[nevents - 1].borrowed = 1;
 		}
 	}
+	add(1, &lock_a, &lock_b); /* a steal, released by thread 1 */
+	events[nevents - 1].borrowed = 2;
+	add(1, &lock_a, &lock_b); /* a steal, released by thread 0 */
+	events[nevents - 1].borrowed = 2;
+	events[nevents - 1].at_once = 2;
+	add_release(0, &lock_a);
+	add(1, &lock_a, &lock_b); /* a steal never released: thread 1's exit counts it */
+	events[nevents - 1].borrowed = 2;
+	events[nevents - 1].at_once = 2;
 	record_all(2);
 	char *text = report(20, &n);
 	cr_assert(row_of(text, &lock_a, &row), "%s", text);
-	cr_assert_eq(row.borrows, 3, "%s", text);
-	cr_assert_eq(row.contended, 14, "%s", text);
-	cr_assert_eq(row.total, 14, "%s", text);
+	cr_assert_eq(row.borrows, 3 + 3, "%s", text);
+	cr_assert_eq(row.contended, 14 + 3, "%s", text);
+	cr_assert_eq(row.total, 14 + 3, "%s", text);
+	cr_assert_eq(row.yields, 14 + 3, "a steal's turn ended before it: %s", text);
 }
 
 /*
