@@ -5,12 +5,14 @@
 # per thread count, the median throughput of each and the median and range
 # of the on/off ratios of adjacent pairs; and the uncontended lock+unlock
 # pair in ns.  Knobs: STATS_BENCH_RUNS (5), STATS_BENCH_SECONDS (0.5),
-# STATS_BENCH_THREADS ("2 4 8").  Run by 'make bench'.
+# STATS_BENCH_THREADS ("2 4 16"), STATS_BENCH_WORK ("0 30 100": where the
+# lock is the bottleneck, and where it is less).  Run by 'make bench'.
 set -eu
 lib=$1 locks=$2 lockpair=$3
 runs=${STATS_BENCH_RUNS:-5}
 seconds=${STATS_BENCH_SECONDS:-0.5}
-threads=${STATS_BENCH_THREADS:-"2 4 8"}
+threads=${STATS_BENCH_THREADS:-"2 4 16"}
+works=${STATS_BENCH_WORK:-"0 30 100"}
 
 [ -f "$lib" ] || { echo "stats-overhead: library not found: $lib" >&2; exit 1; }
 tmp=$(mktemp -d)
@@ -44,20 +46,22 @@ range() { sort -g | awk 'NR==1 {lo=$1} {hi=$1} END {printf "%.2f-%.2f", lo, hi}'
 # field NAME: the value of NAME= in the harness's key=value line
 field() { tr ' ' '\n' | sed -n "s/^$1=//p"; }
 
-echo "== TICKET_STATS overhead: bench/locks (work 100), $seconds s per run, $runs runs of each, interleaved"
+echo "== TICKET_STATS overhead: bench/locks, $seconds s per run, $runs runs of each, interleaved"
 echo "   ratio = stats on / stats off, of adjacent runs: median and range"
-printf '%7s | %12s | %12s | %6s %11s\n' threads "off ops/s" "on ops/s" ratio range
+printf '%4s %7s | %12s | %12s | %6s %11s\n' work threads "off ops/s" "on ops/s" ratio range
+for w in $works; do
 for t in $threads; do
     : > "$tmp/off" ; : > "$tmp/on"; : > "$tmp/ratio"
     for r in $(seq "$runs"); do
-        off=$(run off "$locks" --lock=spin --threads="$t" --work=100 --seconds="$seconds" | field ops_per_s)
-        on=$(run on "$locks" --lock=spin --threads="$t" --work=100 --seconds="$seconds" | field ops_per_s)
+        off=$(run off "$locks" --lock=spin --threads="$t" --work="$w" --seconds="$seconds" | field ops_per_s)
+        on=$(run on "$locks" --lock=spin --threads="$t" --work="$w" --seconds="$seconds" | field ops_per_s)
         echo "$off" >> "$tmp/off"
         echo "$on" >> "$tmp/on"
         awk -v a="$off" -v b="$on" 'BEGIN {print b / a}' >> "$tmp/ratio"
     done
-    printf '%7d | %12.0f | %12.0f | %6.2f %11s\n' "$t" "$(median < "$tmp/off")" \
+    printf '%4d %7d | %12.0f | %12.0f | %6.2f %11s\n' "$w" "$t" "$(median < "$tmp/off")" \
         "$(median < "$tmp/on")" "$(median < "$tmp/ratio")" "$(range < "$tmp/ratio")"
+done
 done
 echo
 echo "== Uncontended lock+unlock pair, ns (best of 5 rounds per run), $runs runs of each"
