@@ -116,7 +116,7 @@ static void empty_queue(ts_word_t *lock)
 	if (word & TS_SHARED)
 		return;
 	do {
-		emptied = word & (TS_SHARED | TS_LOCKED | TS_STATS_DUE);
+		emptied = word & (TS_SHARED | TS_LOCKED | TS_UNLOCK_DUE);
 	} while (!__atomic_compare_exchange_n(lock, &word, emptied, false, __ATOMIC_RELAXED,
 	                                      __ATOMIC_RELAXED));
 }

@@ -267,6 +267,11 @@ static bool parse_stats_keep(const char *raw, struct ts_config *cfg)
 	return parse_flag(raw, &cfg->stats_keep);
 }
 
+static bool parse_check_unlock(const char *raw, struct ts_config *cfg)
+{
+	return parse_flag(raw, &cfg->check_unlock);
+}
+
 static const struct ts_option options[] = {
 	{ "TICKET_DELAY", "off, auto, series, or a fixed factor 1..100000", parse_delay },
 	{ "TICKET_DELAY_MIN", "an integer 1..1000000, at most TICKET_DELAY_MAX", parse_delay_min },
@@ -286,6 +291,7 @@ static const struct ts_option options[] = {
 	{ "TICKET_STATS", "0, 1 (stderr) or a file name", parse_stats },
 	{ "TICKET_STATS_TOP", "an integer 1..1000000", parse_stats_top },
 	{ "TICKET_STATS_KEEP", "0 or 1", parse_stats_keep },
+	{ "TICKET_CHECK_UNLOCK", "0 or 1", parse_check_unlock },
 	{ "TICKET_STRICT", "0 or 1", parse_strict },
 	{ "TICKET_VERBOSE", "0 or 1", parse_verbose },
 };
@@ -310,6 +316,7 @@ static const struct ts_config defaults = {
 	.stats = NULL,
 	.stats_top = 20,
 	.stats_keep = false,
+	.check_unlock = false,
 	.strict = false,
 	.verbose = false,
 };
@@ -388,13 +395,13 @@ static void report(const struct ts_config *cfg)
 	if (cfg->delay_mode == TS_DELAY_FIXED)
 		snprintf(fixed, sizeof(fixed), " factor=%u", cfg->delay_factor);
 	ts_log("delay=%s%s min=%u max=%u table=%s hash_bits=%u wait=%s spin=%u "
-	       "bypass=%u queue=%u rest_us=%u turn_us=%u doze_us=%u active=%u active_us=%u stall_ms=%u stats=%s stats_top=%u strict=%d",
+	       "bypass=%u queue=%u rest_us=%u turn_us=%u doze_us=%u active=%u active_us=%u stall_ms=%u stats=%s stats_top=%u check_unlock=%d strict=%d",
 	       delay_mode_name(cfg), fixed, cfg->delay_min, cfg->delay_max,
 	       cfg->table == TS_TABLE_HASHED ? "hashed" : "single", cfg->hash_bits,
 	       wait_name(cfg->wait), cfg->spin_budget, cfg->bypass_max, cfg->queue_capacity,
 	       cfg->rest_us, cfg->turn_us, cfg->doze_us, cfg->active, cfg->active_us, cfg->stall_ms,
 	       cfg->stats == NULL ? "off" : cfg->stats[0] == '\0' ? "stderr" : cfg->stats,
-	       cfg->stats_top, cfg->strict);
+	       cfg->stats_top, cfg->check_unlock, cfg->strict);
 }
 
 enum { CONFIG_UNREAD, CONFIG_READING, CONFIG_READY };

@@ -53,6 +53,7 @@ struct ts_config {
 	uint32_t stats_top;
 	bool stats_keep;         /* keep the shared statistics file after a normal exit */
 	const char *runtime_dir; /* XDG_RUNTIME_DIR (absolute), or NULL: where that file goes */
+	bool check_unlock;       /* every unlock checks that the lock is held (ts_unlock()) */
 	bool strict;
 	bool verbose;
 };

@@ -16,7 +16,7 @@
  * shared futex, and no one steals such a lock (slowpath.c), so the word
  * changes only when the lock changes hands.
  *
- * Who wakes whom.  Unlock stays two loads and a store unless a request to
+ * Who wakes whom.  Unlock stays a load and a store unless a request to
  * it (bits beside the lock byte) sends it out of line: TS_WAKE_HEAD (set by
  * the head before it sleeps) and TS_WAKE_NEXT (set by a waiter that took
  * the lock from the head of the queue while TS_SLEEPERS said the next one

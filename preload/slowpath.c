@@ -297,7 +297,7 @@ static uint32_t stolen(uint32_t word)
 {
 	word = (word & ~TS_LOCK_BYTE) | TS_LOCKED;
 	if (ts_queued(word) == 0)
-		return word & (TS_SHARED | TS_LOCKED | TS_STATS_DUE);
+		return word & (TS_SHARED | TS_LOCKED | TS_UNLOCK_DUE);
 	if (word & TS_WATCHING)
 		word += TS_BYPASS_ONE; /* below TS_BYPASS_MAX: may_steal() checked */
 	return word;
@@ -376,7 +376,7 @@ bool ts_trylock_slow(ts_word_t *lock, uint32_t seen)
 /*
  * Releases the lock we hold, last seen as @word, and serves the wake-up
  * requests the word carried (a compare-and-swap clears them with the lock
- * byte: a byte store would leave them).  TS_STATS_DUE stays: it marks the
+ * byte: a byte store would leave them).  TS_UNLOCK_DUE stays: it marks the
  * lock for good (stats.c, exact totals).  The unlock's slow path, and the
  * give-back of a lock our exchange took that we may not keep.
  */
@@ -401,14 +401,14 @@ bool ts_unlock_slow(ts_word_t *lock, uint32_t word)
 		return false; /* no one holds the lock */
 	if (ts_lock_byte(word) == TS_LOCKED && !(word & (TS_WAKE_HEAD | TS_WAKE_NEXT))) {
 		/*
-		 * Only TS_STATS_DUE sent us here: release as the fast path does
+		 * Only TS_UNLOCK_DUE sent us here: release as the fast path does
 		 * (ts_unlock(), whose comment says why a byte store is safe).
 		 */
 		__atomic_store_n(ts_lock_byte_of(lock), 0, __ATOMIC_RELEASE);
 	} else {
 		release(lock, word);
 	}
-	if (word & TS_STATS_DUE)
+	if (word & TS_UNLOCK_DUE)
 		ts_stats_after_unlock(lock);
 	return true;
 }
@@ -969,7 +969,7 @@ static void stats_wait_begins_outside(struct waiter *w, bool *timed)
 
 /*
  * Records a contended acquisition for TICKET_STATS, and marks the lock with
- * TS_STATS_DUE, if it is not yet, so that our unlock folds the record and
+ * TS_UNLOCK_DUE, if it is not yet, so that our unlock folds the record and
  * every unlock from now on counts a release (stats.c).
  */
 static void stats_mark(ts_word_t *lock)
@@ -978,8 +978,8 @@ static void stats_mark(ts_word_t *lock)
 	 * An atomic OR, once: the word's other bits change under us (tickets, a
 	 * head's request); no one clears the bit but pthread_spin_init().
 	 */
-	if (!(__atomic_load_n(lock, __ATOMIC_RELAXED) & TS_STATS_DUE))
-		__atomic_fetch_or(lock, TS_STATS_DUE, __ATOMIC_RELAXED);
+	if (!(__atomic_load_n(lock, __ATOMIC_RELAXED) & TS_UNLOCK_DUE))
+		__atomic_fetch_or(lock, TS_UNLOCK_DUE, __ATOMIC_RELAXED);
 }
 
 static void stats_record(ts_word_t *lock, const void *caller, struct ts_wait_stats *st,

@@ -36,11 +36,16 @@ TS_EXPORT int pthread_spin_init(pthread_spinlock_t *lock, int pshared)
 	 * A process-shared lock is marked: its waiters must sleep where other
 	 * processes can wake them (parking.c).
 	 */
+	const struct ts_config *cfg = ts_config();
 	uint32_t word = pshared == PTHREAD_PROCESS_SHARED ? TS_SHARED : 0;
 
-	/* TICKET_STATS: a lock contended before goes on counting its releases. */
-	if (__builtin_expect(ts_config()->stats != NULL, 0) && ts_stats_init(word_of(lock)))
-		word |= TS_STATS_DUE;
+	/*
+	 * Every unlock comes out of line to be checked (TICKET_CHECK_UNLOCK),
+	 * or, for TICKET_STATS, to be counted on a lock contended before.
+	 */
+	if (__builtin_expect(cfg->check_unlock, 0) ||
+	    (__builtin_expect(cfg->stats != NULL, 0) && ts_stats_init(word_of(lock))))
+		word |= TS_UNLOCK_DUE;
 	__atomic_store_n(word_of(lock), word, __ATOMIC_RELAXED);
 	return 0;
 }

@@ -16,10 +16,10 @@
  *    their tickets, which the totals need;
  *  - after the release, the rest: the hold sample (one clock read) and
  *    folding the record into the per-lock aggregates (hash lookups,
- *    histograms).  The slow path sets TS_STATS_DUE in the lock word, which
+ *    histograms).  The slow path sets TS_UNLOCK_DUE in the lock word, which
  *    sends the unlock out of line to ts_stats_after_unlock(): the
  *    uncontended unlock tests nothing more.
- * The totals are exact from a lock's first contended acquisition: TS_STATS_DUE
+ * The totals are exact from a lock's first contended acquisition: TS_UNLOCK_DUE
  * stays in the word (no unlock clears it; pthread_spin_init() sets it again
  * for a lock seen contended), so every later unlock of the lock, fast path
  * or not, comes out of line and counts a release in the thread's own record
@@ -745,13 +745,23 @@ void ts_stats_after_unlock(const void *lock)
 
 	if (__builtin_expect(t == NULL, 0)) {
 		/*
-		 * A thread's first release of a marked lock it never waited for,
-		 * or a process without TICKET_STATS that shares a marked lock
-		 * with one that has it (process-shared): nothing to count with.
+		 * A thread's first release of a marked lock it never waited for;
+		 * a process without TICKET_STATS whose lock is marked for
+		 * TICKET_CHECK_UNLOCK, or shares a marked lock with one that has
+		 * it (process-shared): nothing to count with.
 		 */
-		if (ts_config()->stats == NULL || (t = my_slot()) == NULL)
+		if (ts_config()->stats == NULL)
+			return;
+		if (!seen_contended(ts_lock_hash(lock)) || (t = my_slot()) == NULL)
 			return;
 	}
+	/*
+	 * TICKET_CHECK_UNLOCK marks every lock at its init: only those seen
+	 * contended are counted, or the tables would fill with the locks a
+	 * program never contends.
+	 */
+	if (__builtin_expect(ts_config()->check_unlock, 0) && !seen_contended(ts_lock_hash(lock)))
+		return;
 	if (steal.lock == (uintptr_t)lock)
 		count_steal();
 	p = &t->pending;

@@ -6,7 +6,7 @@
  * Only the slow path records, and only when cfg->stats != NULL: a call when
  * it starts waiting and one once it holds the lock; pthread_spin_unlock()
  * completes the record after the release, and counts every release of a
- * lock once contended (its word keeps TS_STATS_DUE: exact totals).  Records are per thread
+ * lock once contended (its word keeps TS_UNLOCK_DUE: exact totals).  Records are per thread
  * (no shared atomics): a slot of the file claimed on the thread's first
  * record (or pthread_spin_init()), and handed on to a later thread when the
  * thread exits (a pthread key destructor): its records stay in the slot, so
@@ -77,7 +77,7 @@ void ts_stats_record(const void *lock, const void *caller, const struct ts_wait_
 void ts_stats_steal(const void *lock, const void *caller, bool yielded);
 
 /*
- * After a release of @lock, whose word carries TS_STATS_DUE (the unlock came
+ * After a release of @lock, whose word carries TS_UNLOCK_DUE (the unlock came
  * out of line for it), while the other threads have the lock: counts the
  * release, and if the calling thread's pending record is of @lock, takes its
  * hold sample and folds it into the per-lock aggregates.  The first call in
@@ -88,7 +88,7 @@ void ts_stats_after_unlock(const void *lock);
 /*
  * pthread_spin_init() of @lock, with TICKET_STATS on: true when the lock (its
  * hash) has been contended before, so that the new word must carry
- * TS_STATS_DUE for its releases to go on being counted.
+ * TS_UNLOCK_DUE for its releases to go on being counted.
  */
 bool ts_stats_init(const void *lock);
 

@@ -8,7 +8,7 @@
  * mmap only: at exit, malloc's locks may be held by threads still running.
  *
  * "total" acquisitions: counted exactly, at the release.  The slow path
- * marks a lock it records (TS_STATS_DUE in the word) and the mark stays
+ * marks a lock it records (TS_UNLOCK_DUE in the word) and the mark stays
  * until pthread_spin_init(), which sets it again for a lock already seen
  * contended; every unlock of a marked lock goes out of line and counts one
  * release (ts_slot_count_release()), fast path or not.  So the total counts

@@ -22,21 +22,27 @@
  *   bits 16..21  head: the ticket at the front of the queue.
  *   bit  22      TS_WAKE_HEAD: the head of the queue sleeps and wants the
  *                next unlock to wake it.
- *   bit  23      TS_STATS_DUE: TICKET_STATS counts this lock's releases
- *                (the holder's unlock also folds its record): set at the
- *                lock's first recorded contended acquisition, cleared only
- *                by pthread_spin_init() (stats.c); never set without it.
+ *   bit  23      TS_UNLOCK_DUE: every unlock of this lock comes out of
+ *                line: TICKET_STATS counts its releases (and the holder's
+ *                unlock folds its record), TICKET_CHECK_UNLOCK checks that
+ *                it is held.  Set by pthread_spin_init() when either asks
+ *                (for TICKET_STATS, once the lock was seen contended) and
+ *                at a recorded contended acquisition; cleared only by
+ *                pthread_spin_init().  Never set with both off.
  *   bits 24..29  next: the next ticket to hand out.
  *   bit  30      TS_WAKE_NEXT: the waiter that has just become the head may
  *                sleep: the holder's unlock wakes it.
  *   bit  31      TS_SHARED: initialised PTHREAD_PROCESS_SHARED (waiters then
  *                sleep on the word itself, and no one steals; parking.c).
  *
- * The three requests to the unlock (TS_WAKE_HEAD, TS_WAKE_NEXT, TS_STATS_DUE)
+ * The three requests to the unlock (TS_WAKE_HEAD, TS_WAKE_NEXT, TS_UNLOCK_DUE)
  * live outside the lock byte because the lock's exchange overwrites it whole.
  * The unlock's fast path tests them with the lock byte; its slow path
  * releases with a compare-and-swap that clears the two wake-ups (or, with
- * TS_STATS_DUE alone, the fast path's byte store), then counts.
+ * TS_UNLOCK_DUE alone, the fast path's byte store), then counts.  A lock
+ * word is only ever read by the unlock's fast path through its upper half:
+ * the lock byte, just written by the lock's exchange, would make the load
+ * wait for it.
  *
  * Everything but the lock byte changes only by atomic read-modify-writes, so
  * the unlock's byte store cannot lose an update to it.
@@ -48,8 +54,8 @@
  *  - Uncontended: the whole word is 0; lock is one exchange of the lock
  *    byte (to TS_LOCKED) and a load of the tickets (the upper half, which
  *    the exchange's byte does not overlap: no store forwarding to wait
- *    for), unlock two loads (the lock byte, the requests' half) and one
- *    byte store.  An exchange that finds the lock free holds it, queue or
+ *    for), unlock one load (the requests' half, likewise) and one byte
+ *    store.  An exchange that finds the lock free holds it, queue or
  *    not: with a queue behind, it decides out of line whether it may keep
  *    it (a steal, bounded as below) or must give it back (an unlock with no
  *    critical section) and wait.
@@ -84,8 +90,8 @@
  *     next goes back only when the last ticket's waiter takes it.  An empty
  *     queue is head == next == 0: whoever empties it sets both to 0, so that
  *     an idle lock is the all-zero word the fast path expects (with
- *     TICKET_STATS, TS_STATS_DUE may stay: the lock's fast path ignores it,
- *     and sends the unlock out of line to count).
+ *     TICKET_STATS or TICKET_CHECK_UNLOCK, TS_UNLOCK_DUE may stay: the
+ *     lock's fast path ignores it, and it sends the unlock out of line).
  *  I3 while TS_WATCHING is set, bypass counts the acquisitions by other than
  *     the head (critical sections entered, not exchanges given back),
  *     saturating at TS_BYPASS_MAX, and no steal makes it exceed
@@ -135,10 +141,10 @@ typedef uint16_t __attribute__((may_alias)) ts_half_t;
 #define TS_SLEEPERS     (1u << 15)
 #define TS_HEAD_SHIFT   16
 #define TS_WAKE_HEAD    (1u << 22)
-#define TS_STATS_DUE    (1u << 23) /* TICKET_STATS: the unlock folds the record (stats.c) */
+#define TS_UNLOCK_DUE   (1u << 23) /* the unlock comes out of line: statistics, checks */
 #define TS_NEXT_SHIFT   24
 #define TS_WAKE_NEXT    (1u << 30)
-#define TS_REQUESTS     (TS_WAKE_HEAD | TS_WAKE_NEXT | TS_STATS_DUE)
+#define TS_REQUESTS     (TS_WAKE_HEAD | TS_WAKE_NEXT | TS_UNLOCK_DUE)
 #define TS_TICKET_BITS  6
 #define TS_TICKET_MASK  ((1u << TS_TICKET_BITS) - 1)
 #define TS_HEAD_ONE     (1u << TS_HEAD_SHIFT)
@@ -260,29 +266,32 @@ static inline bool ts_trylock(ts_word_t *lock)
 }
 
 /*
- * Out of line (slowpath.c): unlock of a word whose lock byte is not
- * TS_LOCKED or that carries a request to the unlock.
+ * Out of line (slowpath.c): unlock of a word that carries a request to the
+ * unlock; @word as loaded.  False when the lock byte says no one holds the
+ * lock (word left alone).
  */
 bool ts_unlock_slow(ts_word_t *lock, uint32_t word);
 
 /*
- * Returns false, and leaves the word alone, when no one holds the lock.
- * Otherwise two loads and one store.
+ * Releases the lock: one load (the requests' half) and one byte store.
+ * Returns false, and leaves the word alone, when the lock turns out not to be
+ * held, which only the slow path sees: with a request in the word, and every
+ * time on a lock initialised with TICKET_CHECK_UNLOCK=1 (TS_UNLOCK_DUE).
  */
 static inline bool ts_unlock(ts_word_t *lock)
 {
 	/*
-	 * Only the holder's unlock clears the lock byte: the value we read is
-	 * ours.  Two loads, each no wider than a store it may follow: the lock
-	 * byte (our exchange's size) and the upper half with the requests.  A
-	 * 32-bit load right after the exchange of the byte waits for it (the
-	 * uncontended lock + unlock pair cost 9.9 ns that way, 6.6 this way,
-	 * when it was measured).
+	 * Only the holder's unlock clears the lock byte.  The fast path does
+	 * not read that byte: a load of the byte the lock's exchange has just
+	 * written waits for the exchange (the uncontended pair cost 11.4 ns with
+	 * it against glibc's 6.6 on one CPU, as much as glibc's on another,
+	 * when measured: doc/benchmarks.md), and a lock held by its caller has
+	 * nothing else in it.  The upper half, with the requests, does not
+	 * overlap it.
 	 */
-	uint8_t byte = __atomic_load_n(ts_lock_byte_of(lock), __ATOMIC_RELAXED);
 	uint16_t upper = ts_upper_half(lock);
 
-	if (__builtin_expect(byte != TS_LOCKED || (upper & (TS_REQUESTS >> 16)) != 0, 0))
+	if (__builtin_expect((upper & (TS_REQUESTS >> 16)) != 0, 0))
 		return ts_unlock_slow(lock, __atomic_load_n(lock, __ATOMIC_RELAXED));
 	/*
 	 * RELEASE pairs with the ACQUIRE exchange or compare-and-swap of the

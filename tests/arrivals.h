@@ -152,8 +152,8 @@ static inline void a_watching_head_takes_after(uint32_t bypassed)
 			;
 		cr_assert(ts_unlock(&word));
 		cr_assert_eq(pthread_join(head.tid, NULL), 0);
-		/* (TICKET_STATS marks a contended lock for good: TS_STATS_DUE may stay) */
-		cr_assert_eq(__atomic_load_n(&word, __ATOMIC_ACQUIRE) & ~TS_STATS_DUE, 0);
+		/* (TICKET_STATS marks a contended lock for good: TS_UNLOCK_DUE may stay) */
+		cr_assert_eq(__atomic_load_n(&word, __ATOMIC_ACQUIRE) & ~TS_UNLOCK_DUE, 0);
 		if (ts_head_bypassed(&word) == bypassed + 1u)
 			return;
 	}
@@ -212,8 +212,8 @@ static inline void contend_until(bool (*done)(void))
 	cr_assert_eq(crowd_overlaps, 0, "%u critical sections overlapped", crowd_overlaps);
 	cr_assert_eq(crowd_counter, sum, "counter %llu, acquisitions %llu",
 	             (unsigned long long)crowd_counter, (unsigned long long)sum);
-	/* (TICKET_STATS marks a contended lock for good: TS_STATS_DUE may stay) */
-	cr_assert_eq(__atomic_load_n(&word, __ATOMIC_RELAXED) & ~TS_STATS_DUE, 0,
+	/* (TICKET_STATS marks a contended lock for good: TS_UNLOCK_DUE may stay) */
+	cr_assert_eq(__atomic_load_n(&word, __ATOMIC_RELAXED) & ~TS_UNLOCK_DUE, 0,
 	             "the lock is not idle: %#x", __atomic_load_n(&word, __ATOMIC_RELAXED));
 }
 

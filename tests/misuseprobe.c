@@ -128,7 +128,7 @@ static int mode_unlock(void)
 	 * unlock and the head's take; no thread here): the lock byte is 0, so
 	 * no one holds it.
 	 */
-	before = TS_SHARED | 1u << TS_NEXT_SHIFT | TS_SLEEPERS;
+	before = word_of(&probe_lock_c) | 1u << TS_NEXT_SHIFT | TS_SLEEPERS; /* its init's marks kept */
 	__atomic_store_n((uint32_t *)&probe_lock_c, before, __ATOMIC_RELEASE);
 	rc = probe_unlock_unheld(&probe_lock_c);
 	printf("unlock of a free lock with a queue: %s, word 0x%08x -> 0x%08x\n",
@@ -216,6 +216,8 @@ static int mode_flood(int n)
 	pthread_spinlock_t *locks = calloc((size_t)n + 1, sizeof(*locks));
 	int eperm = 0;
 
+	for (int i = 0; i <= n; i++)
+		pthread_spin_init(&locks[i], PTHREAD_PROCESS_PRIVATE); /* marked with TICKET_CHECK_UNLOCK */
 	for (int i = 0; i < n; i++)
 		eperm += probe_unlock_unheld(&locks[i]) == EPERM;
 	sleep(1);

@@ -4,7 +4,7 @@
 # no call, no thread-local access (%fs) and no stack frame; lock with
 # exactly one locked instruction (the exchange of the lock byte, locked
 # without a prefix), trylock with one (the compare-and-swap), unlock with
-# none (two loads, two tests and a byte store).  Fails when the library grows a
+# none (a load, a test and a byte store).  Fails when the library grows a
 # call, a TLS test or a second atomic on the uncontended path (issue 19),
 # or a thread-local anywhere that needs __tls_get_addr().
 set -u

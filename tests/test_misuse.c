@@ -35,23 +35,26 @@ static void run_probe(struct probe_result *r, const char *const *env, const char
 }
 
 /*
- * One unlock too many (the lock byte is 0): EPERM, word unchanged, one line
- * per lock, still works; also for a process-shared lock (its mark is no
- * holder) and for a free lock with waiters queued.
+ * With TICKET_CHECK_UNLOCK=1 (pthread_spin_init marks the word with
+ * TS_UNLOCK_DUE, 0x00800000, so that every unlock comes out of line),
+ * one unlock too many (the lock byte is 0):
+ * EPERM, word unchanged, one line per lock, still works; also for a
+ * process-shared lock (its mark is no holder) and for a free lock with
+ * waiters queued.  (Without it, see test_api's unlock_of_a_free_lock_unchecked.)
  */
 Test(misuse, unlock_of_unheld_lock)
 {
 	struct probe_result r;
 
-	run_probe(&r, NULL, "unlock", NULL, NULL);
-	cr_assert(strstr(r.out, "unlock of a fresh lock: EPERM, word 0x00000000 -> 0x00000000"),
+	run_probe(&r, (const char *const[]){ "TICKET_CHECK_UNLOCK=1", NULL }, "unlock", NULL, NULL);
+	cr_assert(strstr(r.out, "unlock of a fresh lock: EPERM, word 0x00800000 -> 0x00800000"),
 	          "%s", r.out);
 	cr_assert(strstr(r.out, "1000 of 1000 returned EPERM"), "%s", r.out);
 	cr_assert(strstr(r.out, "counter 80000"), "%s", r.out);
-	cr_assert(strstr(r.out, "unlock of a fresh shared lock: EPERM, word 0x80000000 -> "
-	                        "0x80000000"), "%s", r.out);
-	cr_assert(strstr(r.out, "unlock of a free lock with a queue: EPERM, word 0x81008000 -> "
-	                        "0x81008000"), "%s", r.out);
+	cr_assert(strstr(r.out, "unlock of a fresh shared lock: EPERM, word 0x80800000 -> "
+	                        "0x80800000"), "%s", r.out);
+	cr_assert(strstr(r.out, "unlock of a free lock with a queue: EPERM, word 0x81808000 -> "
+	                        "0x81808000"), "%s", r.out);
 	cr_assert_eq(count_lines(r.err, "pthread_spin_unlock("), 3,
 	             "expected one report per lock (3 locks, 1001 + 1 + 2 misuses):\n%s", r.err);
 	cr_assert_eq(count_lines(r.err, "ticketspin: misuse: "), 3, "%s", r.err);
@@ -93,7 +96,7 @@ Test(misuse, reports_are_rate_limited)
 	struct probe_result r;
 	int lines;
 
-	run_probe(&r, NULL, "flood", "200", NULL);
+	run_probe(&r, (const char *const[]){ "TICKET_CHECK_UNLOCK=1", NULL }, "flood", "200", NULL);
 	lines = count_lines(r.err, "ticketspin: misuse: ");
 	/* 16 at once, one more in that second (maybe two, if it ticked), one after 1.1 s */
 	cr_assert(lines >= 17 && lines <= 20, "%d report lines:\n%s", lines, r.err);

@@ -339,7 +339,7 @@ Test(stats_merge, a_marked_lock_counts_fast_path_and_trylock_acquisitions)
 		sched_yield();
 	cr_assert(ts_unlock(&word));
 	cr_assert_eq(pthread_join(tid, NULL), 0);
-	cr_assert(__atomic_load_n(&word, __ATOMIC_RELAXED) & TS_STATS_DUE, "not marked: %#x",
+	cr_assert(__atomic_load_n(&word, __ATOMIC_RELAXED) & TS_UNLOCK_DUE, "not marked: %#x",
 	          __atomic_load_n(&word, __ATOMIC_RELAXED));
 	for (int k = 0; k < 1000; k++) {
 		cr_assert(ts_trylock(&word));
