@@ -395,21 +395,30 @@ static void release(ts_word_t *lock, uint32_t word)
 		ts_wake_ticket(lock, ts_lock_hash(lock), word, ts_head(word));
 }
 
-bool ts_unlock_slow(ts_word_t *lock, uint32_t word)
+bool ts_unlock_slow(ts_word_t *lock, uint16_t upper)
 {
-	if (!ts_is_held(word))
-		return false; /* no one holds the lock */
-	if (ts_lock_byte(word) == TS_LOCKED && !(word & (TS_WAKE_HEAD | TS_WAKE_NEXT))) {
+	uint32_t word;
+
+	if (!((uint32_t)upper << 16 & (TS_WAKE_HEAD | TS_WAKE_NEXT)) &&
+	    !ts_config()->check_unlock) {
 		/*
-		 * Only TS_UNLOCK_DUE sent us here: release as the fast path does
-		 * (ts_unlock(), whose comment says why a byte store is safe).
+		 * Only TICKET_STATS's TS_UNLOCK_DUE sent us here: release as the
+		 * fast path does, without reading the lock byte either
+		 * (ts_unlock() says why), and count.
 		 */
 		__atomic_store_n(ts_lock_byte_of(lock), 0, __ATOMIC_RELEASE);
-	} else {
-		release(lock, word);
+		ts_stats_after_unlock(lock, false);
+		return true;
 	}
+	word = __atomic_load_n(lock, __ATOMIC_RELAXED);
+	if (!ts_is_held(word))
+		return false; /* no one holds the lock */
+	if (ts_lock_byte(word) == TS_LOCKED && !(word & (TS_WAKE_HEAD | TS_WAKE_NEXT)))
+		__atomic_store_n(ts_lock_byte_of(lock), 0, __ATOMIC_RELEASE); /* as above */
+	else
+		release(lock, word);
 	if (word & TS_UNLOCK_DUE)
-		ts_stats_after_unlock(lock);
+		ts_stats_after_unlock(lock, true);
 	return true;
 }
 

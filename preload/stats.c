@@ -738,7 +738,7 @@ void ts_stats_wait_begin(struct ts_wait_stats *wait, bool served_at_once)
 		fold(t); /* the lock was released by another thread: no one did it */
 }
 
-void ts_stats_after_unlock(const void *lock)
+void ts_stats_after_unlock(const void *lock, bool checked)
 {
 	struct ts_thread_slot *t = mine;
 	struct ts_pending *p;
@@ -760,7 +760,8 @@ void ts_stats_after_unlock(const void *lock)
 	 * contended are counted, or the tables would fill with the locks a
 	 * program never contends.
 	 */
-	if (__builtin_expect(ts_config()->check_unlock, 0) && !seen_contended(ts_lock_hash(lock)))
+	if (__builtin_expect(checked, 0) && ts_config()->check_unlock &&
+	    !seen_contended(ts_lock_hash(lock)))
 		return;
 	if (steal.lock == (uintptr_t)lock)
 		count_steal();

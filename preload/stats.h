@@ -80,10 +80,13 @@ void ts_stats_steal(const void *lock, const void *caller, bool yielded);
  * After a release of @lock, whose word carries TS_UNLOCK_DUE (the unlock came
  * out of line for it), while the other threads have the lock: counts the
  * release, and if the calling thread's pending record is of @lock, takes its
- * hold sample and folds it into the per-lock aggregates.  The first call in
- * a thread may claim its slot (system calls, no cancellation point).
+ * hold sample and folds it into the per-lock aggregates.  @checked: the
+ * unlock read the lock byte, as it does with TICKET_CHECK_UNLOCK, whose mark
+ * every initialised lock carries (then only a lock seen contended counts).
+ * The first call in a thread may claim its slot (system calls, no
+ * cancellation point).
  */
-void ts_stats_after_unlock(const void *lock);
+void ts_stats_after_unlock(const void *lock, bool checked);
 
 /*
  * pthread_spin_init() of @lock, with TICKET_STATS on: true when the lock (its

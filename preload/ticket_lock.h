@@ -267,10 +267,11 @@ static inline bool ts_trylock(ts_word_t *lock)
 
 /*
  * Out of line (slowpath.c): unlock of a word that carries a request to the
- * unlock; @word as loaded.  False when the lock byte says no one holds the
- * lock (word left alone).
+ * unlock; @upper the upper half as loaded.  False when the lock byte says no
+ * one holds the lock (word left alone), which it reads unless only
+ * TICKET_STATS's count was asked for.
  */
-bool ts_unlock_slow(ts_word_t *lock, uint32_t word);
+bool ts_unlock_slow(ts_word_t *lock, uint16_t upper);
 
 /*
  * Releases the lock: one load (the requests' half) and one byte store.
@@ -292,7 +293,7 @@ static inline bool ts_unlock(ts_word_t *lock)
 	uint16_t upper = ts_upper_half(lock);
 
 	if (__builtin_expect((upper & (TS_REQUESTS >> 16)) != 0, 0))
-		return ts_unlock_slow(lock, __atomic_load_n(lock, __ATOMIC_RELAXED));
+		return ts_unlock_slow(lock, upper);
 	/*
 	 * RELEASE pairs with the ACQUIRE exchange or compare-and-swap of the
 	 * next holder (ts_lock(), slowpath.c): our critical section

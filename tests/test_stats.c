@@ -63,7 +63,7 @@ static void *recorder(void *arg)
 		else if (!events[i].release_only)
 			ts_stats_record(events[i].lock, events[i].caller, &w, events[i].delay);
 		if (events[i].at_once != 2)
-			ts_stats_after_unlock(events[i].lock); /* what pthread_spin_unlock() calls */
+			ts_stats_after_unlock(events[i].lock, false); /* as pthread_spin_unlock() does */
 		__atomic_store_n(&turn, i + 1, __ATOMIC_RELEASE);
 	}
 }
