@@ -406,6 +406,13 @@ static void report(const struct ts_config *cfg)
 
 enum { CONFIG_UNREAD, CONFIG_READING, CONFIG_READY };
 
+/*
+ * TICKET_CHECK_UNLOCK, for the unlock's slow path, which must not pay a
+ * call to ts_config() for each counted release: a word marked TS_UNLOCK_DUE
+ * was marked by code that had read the configuration.
+ */
+bool ts_unlock_checks;
+
 static struct ts_config config;
 static int config_state = CONFIG_UNREAD;
 
@@ -428,6 +435,7 @@ const struct ts_config *ts_config(void)
 		}
 		if (config.verbose)
 			report(&config);
+		ts_unlock_checks = config.check_unlock;
 		/* RELEASE pairs with the ACQUIRE loads above: readers see the whole config. */
 		__atomic_store_n(&config_state, CONFIG_READY, __ATOMIC_RELEASE);
 		return &config;

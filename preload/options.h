@@ -58,6 +58,9 @@ struct ts_config {
 	bool verbose;
 };
 
+/* cfg->check_unlock, set once the configuration is read (options.c) */
+extern bool ts_unlock_checks;
+
 #define TS_DELAY_FACTOR_MAX 100000u
 #define TS_DELAY_LIMIT      1000000u /* largest TICKET_DELAY_MIN/MAX */
 /*

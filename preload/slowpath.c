@@ -399,8 +399,7 @@ bool ts_unlock_slow(ts_word_t *lock, uint16_t upper)
 {
 	uint32_t word;
 
-	if (!((uint32_t)upper << 16 & (TS_WAKE_HEAD | TS_WAKE_NEXT)) &&
-	    !ts_config()->check_unlock) {
+	if (!((uint32_t)upper << 16 & (TS_WAKE_HEAD | TS_WAKE_NEXT)) && !ts_unlock_checks) {
 		/*
 		 * Only TICKET_STATS's TS_UNLOCK_DUE sent us here: release as the
 		 * fast path does, without reading the lock byte either
@@ -1115,6 +1114,7 @@ static __attribute__((noinline)) void lock_queued(ts_word_t *lock, uint32_t word
  * it; else @*word is the word we judged, as free: what a refused steal
  * sees, so that must_rest() stops us at the bound as it would have (the
  * head's take may already have cleared the count in the word itself).
+ * When we keep it, @*word is the word as our steal left it.
  * With our turn over we give it back too: ts_lock_slow() yields holding
  * nothing.
  */
@@ -1134,6 +1134,7 @@ static bool keep_or_give_back(const struct ts_config *cfg, ts_word_t *lock, uint
 			                                                __ATOMIC_RELAXED,
 			                                                __ATOMIC_RELAXED)) {
 				turn_count_steal(cfg, lock, as_free);
+				*word = kept;
 				return true;
 			}
 			continue;
@@ -1144,11 +1145,18 @@ static bool keep_or_give_back(const struct ts_config *cfg, ts_word_t *lock, uint
 	}
 }
 
-/* TICKET_STATS: a steal, taken at once; marks the lock as stats_record() does. */
-static void stats_record_steal(ts_word_t *lock, const void *caller, bool yielded)
+/*
+ * TICKET_STATS: a steal, taken at once, with @word as our steal saw or left
+ * it; marks the lock as stats_record() does, without loading the word again
+ * (a load right after our own atomic operation on it waits for it).
+ */
+static void stats_record_steal(ts_word_t *lock, const void *caller, bool yielded, uint32_t word)
 {
-	ts_stats_steal(lock, caller, yielded);
-	stats_mark(lock);
+	bool first = !(word & TS_UNLOCK_DUE);
+
+	ts_stats_steal(lock, caller, yielded, first);
+	if (first)
+		__atomic_fetch_or(lock, TS_UNLOCK_DUE, __ATOMIC_RELAXED);
 }
 
 int ts_lock_slow(ts_word_t *lock, uint8_t was, const void *caller)
@@ -1169,7 +1177,7 @@ int ts_lock_slow(ts_word_t *lock, uint8_t was, const void *caller)
 	if (!(was & TS_LOCKED)) {
 		if (keep_or_give_back(cfg, lock, &word, !outsider)) {
 			if (__builtin_expect(cfg->stats != NULL, 0))
-				stats_record_steal(lock, caller, false);
+				stats_record_steal(lock, caller, false, word);
 			return 0;
 		}
 	} else {
@@ -1183,7 +1191,7 @@ int ts_lock_slow(ts_word_t *lock, uint8_t was, const void *caller)
 	 */
 	if (!outsider && try_steal(cfg, lock, &word)) {
 		if (__builtin_expect(cfg->stats != NULL, 0))
-			stats_record_steal(lock, caller, yielded);
+			stats_record_steal(lock, caller, yielded, word);
 		return 0;
 	}
 	lock_queued(lock, word, caller, yielded);

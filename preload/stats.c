@@ -593,7 +593,7 @@ static void fold(struct ts_thread_slot *t);
  * run out of mappings, vm.max_map_count, after some 65,000).
  */
 static struct ts_thread_slot *free_slots[TS_MAX_THREADS];
-static void count_steal(void);
+static void count_steal(bool released);
 static __thread struct {
 	uintptr_t lock, caller;
 	uint32_t yields;
@@ -615,7 +615,7 @@ static void give_back_slot(void *arg)
 	if (t == NULL || t != mine)
 		return; /* a slot of the parent, in a forked child: not ours to give */
 	if (steal.lock != 0)
-		count_steal();
+		count_steal(false);
 	if (t->folded != t->pending.seq)
 		fold(t);
 	mine = NULL;
@@ -763,8 +763,10 @@ void ts_stats_after_unlock(const void *lock, bool checked)
 	if (__builtin_expect(checked, 0) && ts_config()->check_unlock &&
 	    !seen_contended(ts_lock_hash(lock)))
 		return;
-	if (steal.lock == (uintptr_t)lock)
-		count_steal();
+	if (steal.lock == (uintptr_t)lock) {
+		count_steal(true); /* and the release, with one lookup */
+		return;
+	}
 	p = &t->pending;
 	if (t->folded != p->seq && p->lock == (uintptr_t)lock) {
 		if (p->served != 0) {
@@ -837,14 +839,14 @@ void ts_stats_record(const void *lock, const void *caller, const struct ts_wait_
  * the others may have the lock.  Counted by our unlock of that lock, or,
  * if another thread released it, at our next steal or the thread's exit.
  */
-static void count_steal(void)
+static void count_steal(bool released)
 {
 	struct ts_thread_slot *t = my_slot();
 	uint32_t sites;
 
 	if (t != NULL) {
 		sites = t->nsites;
-		ts_slot_count_steal(t, steal.lock, steal.caller, steal.yields);
+		ts_slot_count_steal(t, steal.lock, steal.caller, steal.yields, released);
 		if (!__atomic_load_n(&any_recorded, __ATOMIC_RELAXED))
 			__atomic_store_n(&any_recorded, true, __ATOMIC_RELAXED);
 		if (t->nsites != sites && !module_known(t->sites[t->last_site].caller))
@@ -853,14 +855,15 @@ static void count_steal(void)
 	steal.lock = 0;
 }
 
-void ts_stats_steal(const void *lock, const void *caller, bool yielded)
+void ts_stats_steal(const void *lock, const void *caller, bool yielded, bool first)
 {
 	if (__builtin_expect(steal.lock != 0, 0))
-		count_steal(); /* the last one's lock was released by another thread */
+		count_steal(false); /* the last one's lock was released by another thread */
 	steal.lock = (uintptr_t)lock;
 	steal.caller = (uintptr_t)caller;
 	steal.yields = yielded;
-	note_contended(ts_lock_hash(lock)); /* before the unlock, as in ts_stats_record() */
+	if (first)
+		note_contended(ts_lock_hash(lock)); /* before the unlock, as in ts_stats_record() */
 }
 
 bool ts_stats_init(const void *lock)

@@ -72,9 +72,10 @@ void ts_stats_record(const void *lock, const void *caller, const struct ts_wait_
  * thread, which holds it, from @caller; @yielded: it ended its turn first.
  * Counted at once, without a pending record: a steal has no wait, no hold
  * sample and no tuned delay, and in a holder's burst every acquisition is
- * one.  Same rules as ts_stats_record().
+ * one.  Same rules as ts_stats_record().  @first: the lock is not marked
+ * yet (TS_UNLOCK_DUE), so that a pthread_spin_init() after this must mark it.
  */
-void ts_stats_steal(const void *lock, const void *caller, bool yielded);
+void ts_stats_steal(const void *lock, const void *caller, bool yielded, bool first);
 
 /*
  * After a release of @lock, whose word carries TS_UNLOCK_DUE (the unlock came

@@ -212,10 +212,10 @@ void ts_slot_fold(struct ts_thread_slot *slot);
 /*
  * Counts a steal of @lock from @caller in @slot, with @yields turns ended
  * before it: a contended acquisition with no wait, no hold sample and no
- * delay, so no pending record (the writer, holding the lock).
+ * delay, so no pending record; and its release if @released (the writer).
  */
 void ts_slot_count_steal(struct ts_thread_slot *slot, uint64_t lock, uint64_t caller,
-                         uint32_t yields);
+                         uint32_t yields, bool released);
 
 /* Counts one release of @lock in @slot (the writer, after an unlock). */
 void ts_slot_count_release(struct ts_thread_slot *slot, uint64_t lock);

@@ -113,15 +113,17 @@ void ts_slot_count_release(struct ts_thread_slot *t, uint64_t lock)
 }
 
 void ts_slot_count_steal(struct ts_thread_slot *t, uint64_t lock, uint64_t caller,
-                         uint32_t yields)
+                         uint32_t yields, bool released)
 {
 	struct ts_lock_rec *r = lock_rec_of(t, lock);
 	struct ts_site_rec *s;
 
 	if (r == NULL) {
 		t->dropped_locks++;
+		t->dropped_releases += released;
 		return;
 	}
+	r->released += released;
 	r->contended++;
 	r->borrows++;
 	r->yields += yields;

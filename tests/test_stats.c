@@ -59,7 +59,7 @@ static void *recorder(void *arg)
 			                   .at_once = events[i].at_once != 0,
 			                   .begin = events[i].waited ? 1 : 0 };
 		if (events[i].borrowed == 2)
-			ts_stats_steal(events[i].lock, events[i].caller, true); /* what a steal calls */
+			ts_stats_steal(events[i].lock, events[i].caller, true, true); /* as a steal does */
 		else if (!events[i].release_only)
 			ts_stats_record(events[i].lock, events[i].caller, &w, events[i].delay);
 		if (events[i].at_once != 2)
