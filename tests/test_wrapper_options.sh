@@ -186,6 +186,22 @@ for pair in bypass:TICKET_BYPASS stall-ms:TICKET_STALL_MS delay:TICKET_DELAY; do
 done
 echo "ok: $same_rule values, the same verdict from the wrapper and the library"
 
+# ticketspin(1): "To run a command named report or top, put -- before it"
+# (and where, says --help): after --, they are the command, run under the
+# library; before it, the subcommands.
+bindir=$(mktemp -d "${TMPDIR:-/tmp}/ticketspin-options.XXXXXX") || exit 99
+for name in report top where; do
+	printf '#!/bin/sh\necho "the command %s: $*"\n' "$name" >"$bindir/$name"
+	chmod +x "$bindir/$name"
+	out=$(env -u LD_PRELOAD PATH="$bindir:$PATH" "$wrapper" --lib="$lib" -- "$name" 1 2>&1)
+	if [ "$out" != "the command $name: 1" ]; then
+		fail "'ticketspin -- $name 1' did not run the command $name: $out"
+	else
+		echo "ok: ticketspin -- $name runs a command named $name"
+	fi
+done
+rm -rf "$bindir"
+
 if [ $failures -gt 0 ]; then
 	echo "$failures failure(s)"
 	exit 1
