@@ -12,7 +12,8 @@
 #   - --threads without {threads} is a usage error (exit status 2), and so
 #     is a --lib that is not there;
 #   - the defaults (modes, thread counts, repeats, output directory) and
-#     each default mode's TICKET_* settings are the man page's;
+#     each default mode's TICKET_* settings are the man page's; --mode adds
+#     a mode, --env sets a variable in every ticketspin mode;
 #   - SIGINT and SIGTERM end it with status 130;
 #   - a bare example name is found among the example programs
 #     (TICKETSPIN_EXAMPLES_DIR here, the build tree's or $(libexecdir)'s
@@ -215,6 +216,27 @@ auto|TICKET_DELAY=auto '
 $got"
 fi
 [ $failures -eq $f0 ] && echo "ok: each default mode's settings"
+
+# ---- --mode 'NAME VAR=VALUE...' adds a mode of one's own; --env VAR=VALUE
+# sets a variable in every ticketspin mode (not in glibc's) -----------------
+f0=$failures
+: >"$dir/envs"
+run -q --no-plot -r 1 -m glibc,auto --mode 'mine TICKET_DELAY=7 TICKET_BYPASS=3' \
+	-e TICKET_SPIN=99 --lib "$lib" -o "$dir/out" -n envs2 -- \
+	sh -c 'env | grep "^TICKET_" | grep -v -e "^TICKET_VERBOSE=1$" -e "^TICKET_STRICT=1$" |
+	       sort | tr "\n" " " >>"$0"; echo >>"$0"' "$dir/envs"
+if [ "$status" -ne 0 ]; then
+	fail "--mode and --env: status $status"; show
+else
+	got=$(awk -F, 'NR > 1 { print $2 }' "$dir/out/envs2.csv" | paste -d '|' - "$dir/envs")
+	expect='glibc|
+auto|TICKET_DELAY=auto TICKET_SPIN=99 
+mine|TICKET_BYPASS=3 TICKET_DELAY=7 TICKET_SPIN=99 '
+	[ "$(printf '%s\n' "$got" | sort)" = "$(printf '%s\n' "$expect" | sort)" ] ||
+		fail "--mode and --env, mode|variables:
+$got"
+fi
+[ $failures -eq $f0 ] && echo "ok: --mode adds a mode, --env sets a variable in every ticketspin mode"
 
 # ---- interrupted: status 130 (ticketspin-compare(1), EXIT STATUS) ---------
 # (SIGINT as from a terminal, and SIGTERM, which would give 143 without the

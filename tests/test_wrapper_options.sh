@@ -186,6 +186,17 @@ for pair in bypass:TICKET_BYPASS stall-ms:TICKET_STALL_MS delay:TICKET_DELAY; do
 done
 echo "ok: $same_rule values, the same verdict from the wrapper and the library"
 
+# ticketspin(1): it "sets the TICKET_* variables that its options name
+# (others already in the environment pass through)"
+out=$(env -u LD_PRELOAD TICKET_SPIN=77 TICKET_DELAY=series "$wrapper" --lib="$lib" --delay=off \
+	-- env 2>&1)
+if printf '%s\n' "$out" | grep -qx TICKET_SPIN=77 && printf '%s\n' "$out" | grep -qx TICKET_DELAY=off &&
+   ! printf '%s\n' "$out" | grep -qx TICKET_DELAY=series; then
+	echo "ok: TICKET_SPIN=77 in the environment passes through, --delay=off wins over TICKET_DELAY"
+else
+	fail "TICKET_SPIN=77 TICKET_DELAY=series ticketspin --delay=off: $(printf '%s\n' "$out" | grep ^TICKET_)"
+fi
+
 # ticketspin(1): "To run a command named report or top, put -- before it"
 # (and where, says --help): after --, they are the command, run under the
 # library; before it, the subcommands.
