@@ -672,7 +672,7 @@ static void kept_in_dev_shm_not_in(const char *xdg_setting)
 	cr_assert_eq(r.status, 0, "%s%s", r.out, r.err);
 	cr_assert_eq(sscanf(strstr(r.err, "stats: pid "), "stats: pid %15[0-9]", pid), 1, "%s",
 	             r.err);
-	cr_assert_eq(files_in_dir(), 0, "%s: the file went to a directory others can write",
+	cr_assert_eq(files_in_dir(), 0, "%s: the file went into that directory, not /dev/shm",
 	             xdg_setting);
 	cr_assert_eq(files_in_dev_shm_of(pid), 1, "%s: no file of pid %s in /dev/shm", xdg_setting,
 	             pid);

@@ -204,12 +204,15 @@ bindir=$(mktemp -d "${TMPDIR:-/tmp}/ticketspin-options.XXXXXX") || exit 99
 for name in report top where; do
 	printf '#!/bin/sh\necho "the command %s: $*"\n' "$name" >"$bindir/$name"
 	chmod +x "$bindir/$name"
-	out=$(env -u LD_PRELOAD PATH="$bindir:$PATH" "$wrapper" --lib="$lib" -- "$name" 1 2>&1)
-	if [ "$out" != "the command $name: 1" ]; then
-		fail "'ticketspin -- $name 1' did not run the command $name: $out"
-	else
-		echo "ok: ticketspin -- $name runs a command named $name"
-	fi
+	# first, as the man page writes it (the build tree's library), and after an option
+	for options in "" "--lib=$lib"; do
+		out=$(env -u LD_PRELOAD PATH="$bindir:$PATH" "$wrapper" $options -- "$name" 1 2>&1)
+		if [ "$out" != "the command $name: 1" ]; then
+			fail "'ticketspin $options -- $name 1' did not run the command $name: $out"
+		else
+			echo "ok: ticketspin $options -- $name runs a command named $name"
+		fi
+	done
 done
 rm -rf "$bindir"
 
