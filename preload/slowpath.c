@@ -605,10 +605,15 @@ static bool look_times_holder(bool strict, uint32_t pos, uint32_t word)
 	return strict || pos == 0 || ts_is_held(word);
 }
 
-/* The pauses before the next look, @ahead acquisitions before ours. */
-static uint64_t pauses_before_look(const struct waiter *w, uint32_t ahead, bool head, bool strict)
+/*
+ * The pauses before the next look, @ahead acquisitions before ours, with the
+ * tuned @delay and @next_delay: the seeds' backoff, a head's capped at
+ * TS_HEAD_MAX_PAUSES but in strict FIFO (slowpath.h; its tests call it).
+ */
+uint64_t ts_pauses_before_look(const struct ts_config *cfg, uint32_t delay, uint32_t next_delay,
+                               uint32_t ahead, bool head, bool strict)
 {
-	uint64_t pauses = ts_backoff_pauses(w->cfg, w->delay, w->next_delay, (uint16_t)ahead);
+	uint64_t pauses = ts_backoff_pauses(cfg, delay, next_delay, (uint16_t)ahead);
 
 	if (head && !strict && pauses > TS_HEAD_MAX_PAUSES)
 		pauses = TS_HEAD_MAX_PAUSES; /* TS_ESCAPE_NS must not take a running head */
@@ -733,7 +738,7 @@ static enum how_taken wait_in_queue(struct waiter *w, uint8_t ticket, uint32_t w
 			}
 		}
 		ahead = ts_acquisitions_ahead(cfg, word, pos);
-		pauses = pauses_before_look(w, ahead, pos == 0, strict);
+		pauses = ts_pauses_before_look(cfg, w->delay, w->next_delay, ahead, pos == 0, strict);
 		ts_pause_for(pauses);
 		stalled += pauses;
 		/* Relaxed: ownership is taken only by an ACQUIRE compare-and-swap. */

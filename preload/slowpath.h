@@ -55,6 +55,18 @@
 uint32_t ts_acquisitions_ahead(const struct ts_config *cfg, uint32_t word, uint32_t pos);
 
 /*
+ * The pauses a waiter @ahead acquisitions from the lock (ts_acquisitions_ahead())
+ * makes before its next look, with its tuned @delay and @next_delay (fixed
+ * point; backoff.h): the seeds' backoff (ts_backoff_pauses()), at least one,
+ * and at the head (@head) at most TS_HEAD_MAX_PAUSES (64) in every mode but
+ * strict FIFO (@strict), so that the last in line, which escapes past a head
+ * that leaves the lock free for TS_ESCAPE_NS, never takes a running head for
+ * a stopped one (README, TICKET_DELAY).  For slowpath.c and its tests.
+ */
+uint64_t ts_pauses_before_look(const struct ts_config *cfg, uint32_t delay, uint32_t next_delay,
+                               uint32_t ahead, bool head, bool strict);
+
+/*
  * How many steals the last head that watched @lock (or a lock sharing its
  * slot) let pass before it took it, plus one; 0 when no head has watched.
  */

@@ -14,6 +14,9 @@
  *       initialise a lock and contend for probe_lock once, then exit
  *   reliabilityprobe fork ROUNDS  ROUNDS forks while a thread waits in
  *       probe_lock's queue: the child must find the lock usable
+ *   reliabilityprobe forkunread  one fork with a waiter, in a process that
+ *       cannot read /proc/self/maps: the child must repair nothing, and its
+ *       lock must work past the ghost's ticket
  *   reliabilityprobe forkshared ROUNDS  ROUNDS times, four threads contend
  *       for a PTHREAD_PROCESS_PRIVATE lock in MAP_SHARED memory while
  *       another forks 20 times (the children exit at once): every thread
@@ -279,6 +282,61 @@ static int mode_fork(long rounds)
 	return failures ? 1 : 0;
 }
 
+/*
+ * forkunread: one round of mode_fork's idiom in a process that cannot read
+ * /proc/self/maps (the test runs it with a tmpfs over /proc): the child's
+ * fork repair, which reads the maps to find its own memory, must repair
+ * nothing (doc/limits.md: "and every lock when the child cannot read
+ * /proc/self/maps"), so the ghost's ticket stays in the child's queue; and
+ * the lock still works by default, past the ghost (its lockers steal or
+ * escape).
+ */
+static int mode_forkunread(void)
+{
+	pthread_t waiter;
+	int status;
+	pid_t child;
+	FILE *maps = fopen("/proc/self/maps", "r");
+
+	step = "the maps";
+	CHECK(maps == NULL, "/proc/self/maps can be read: nothing tested");
+	if (maps != NULL) {
+		fclose(maps);
+		return 1;
+	}
+	pthread_spin_init(&probe_lock, PTHREAD_PROCESS_PRIVATE);
+	step = "a waiter queues";
+	pthread_spin_lock(&probe_lock);
+	pthread_create(&waiter, NULL, wait_for_probe_lock, NULL);
+	while (tickets_in_line() < 2)
+		sched_yield();
+	child = fork();
+	if (child == 0) {
+		uint32_t word;
+
+		alarm(10);
+		pthread_spin_unlock(&probe_lock);
+		word = *(volatile uint32_t *)&probe_lock;
+		if (ts_queued(word) != 1)
+			_exit(3); /* repaired */
+		for (int i = 0; i < 1000; i++) {
+			pthread_spin_lock(&probe_lock);
+			pthread_spin_unlock(&probe_lock);
+		}
+		_exit(0);
+	}
+	pthread_spin_unlock(&probe_lock);
+	pthread_join(waiter, NULL);
+	step = "the child";
+	waitpid(child, &status, 0);
+	CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0, "the child %s",
+	      !WIFEXITED(status) ? "hung (or crashed)" :
+	      WEXITSTATUS(status) == 3 ? "emptied its queue without reading its maps" :
+	                                 "failed");
+	printf("forkunread: %s\n", failures ? "failed" : "the ghost's ticket stayed, the lock worked");
+	return failures ? 1 : 0;
+}
+
 /* ---- forkshared, dontfork ---------------------------------------------------- */
 
 #define SHARED_THREADS 4
@@ -499,6 +557,8 @@ int main(int argc, char **argv)
 		return mode_dlopen(argv[2], atol(argv[3]));
 	if (argc == 3 && strcmp(argv[1], "fork") == 0)
 		return mode_fork(atol(argv[2]));
+	if (argc == 2 && strcmp(argv[1], "forkunread") == 0)
+		return mode_forkunread();
 	if (argc == 3 && strcmp(argv[1], "forkshared") == 0)
 		return mode_forkshared(atol(argv[2]));
 	if (argc == 3 && strcmp(argv[1], "dontfork") == 0)
@@ -506,7 +566,7 @@ int main(int argc, char **argv)
 	if (argc == 3 && strcmp(argv[1], "seccomp") == 0)
 		return mode_seccomp(atol(argv[2]));
 	fprintf(stderr, "usage: reliabilityprobe cancel HOLD_MS | dlopen LIB HOLD_MS | churn PAIRS"
-	                " | fork ROUNDS | forkshared ROUNDS | dontfork ROUNDS"
+	                " | fork ROUNDS | forkunread | forkshared ROUNDS | dontfork ROUNDS"
 	                " | seccomp HOLD_MS\n");
 	return 2;
 }

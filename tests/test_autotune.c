@@ -6,6 +6,7 @@
 #include <criterion/criterion.h>
 #include <pthread.h>
 #include <sched.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <unistd.h>
 
@@ -593,4 +594,168 @@ Test(autotune, series_a_head_that_still_allows_steals_pauses_delay_times_the_ste
 	             1u, "a head that does not watch is next in line");
 	cr_assert_eq(ts_backoff_pauses(cfg, delay, 0, (uint16_t)ts_acquisitions_ahead(cfg, watched(0), 2)),
 	             3u * 2, "two tickets behind the head");
+}
+
+/*
+ * The tuner's rule, as README (TICKET_DELAY) and libticketspin(7) state it:
+ * the delay is fixed point with 8 fractional bits; it "gains 1/7 after each
+ * look that found the lock busy and loses max(delay/32, 1) after one that
+ * found it already theirs, while it is at least 2", within TICKET_DELAY_MIN
+ * and TICKET_DELAY_MAX; with auto, the head's pause "gains 1/2 after a busy
+ * look and loses as above".  Every delay from the minimum to the maximum,
+ * a step at a time, against those numbers.
+ */
+Test(autotune, the_tuner_gains_a_seventh_loses_a_32nd_at_least_one_from_two)
+{
+	struct ts_config cfg;
+	const uint32_t one = 256; /* 8 fractional bits */
+
+	setenv("TICKET_DELAY_MIN", "1", 1);
+	setenv("TICKET_DELAY_MAX", "100", 1);
+	cr_assert_eq(ts_config_parse(&cfg), 0);
+	cr_assert_eq(1u << TS_DELAY_SHIFT, one, "the delay's fixed point is not 8 bits");
+	for (uint32_t d = cfg.delay_min * one; d <= cfg.delay_max * one; d++) {
+		uint32_t down = d >= 2 * one ? d - (d / 32 > one ? d / 32 : one) : d;
+		uint32_t up = d + one / 7 < cfg.delay_max * one ? d + one / 7 : cfg.delay_max * one;
+		uint32_t next_up = d + one / 2 < cfg.delay_max * one ? d + one / 2 : cfg.delay_max * one;
+
+		if (down < cfg.delay_min * one)
+			down = cfg.delay_min * one;
+		cr_assert_eq(ts_delay_after_poll(&cfg, d, false), up,
+		             "a busy look at delay %u: %u, not + 1/7 unit (%u)", d,
+		             ts_delay_after_poll(&cfg, d, false), up);
+		cr_assert_eq(ts_delay_after_poll(&cfg, d, true), down,
+		             "an overslept look at delay %u: %u, not - max(delay/32, 1 unit) from 2 "
+		             "units (%u)", d, ts_delay_after_poll(&cfg, d, true), down);
+		cr_assert_eq(ts_next_delay_after_poll(&cfg, d, false), next_up,
+		             "the head's pause, a busy look at %u: %u, not + 1/2 unit (%u)", d,
+		             ts_next_delay_after_poll(&cfg, d, false), next_up);
+		if (d >= one)
+			cr_assert_eq(ts_next_delay_after_poll(&cfg, d, true), down < one ? one : down,
+			             "the head's pause, an overslept look at %u", d);
+	}
+}
+
+/* TICKET_DELAY=off: "one pause" between two looks, wherever the waiter is. */
+Test(autotune, delay_off_is_one_pause)
+{
+	struct ts_config cfg;
+
+	setenv("TICKET_DELAY", "off", 1);
+	cr_assert_eq(ts_config_parse(&cfg), 0);
+	for (uint16_t ahead = 1; ahead <= 63; ahead++)
+		cr_assert_eq(ts_backoff_pauses(&cfg, 100u << TS_DELAY_SHIFT, 100u << TS_DELAY_SHIFT,
+		                               ahead), 1u, "%u acquisitions ahead", ahead);
+}
+
+/*
+ * README and libticketspin(7), TICKET_DELAY: "In every mode but strict FIFO
+ * a head pauses at most 64 pauses between two looks, so that the last in
+ * line never takes a running head for a stopped one."  A fixed delay of 10
+ * at a watching head that still allows 31 steals would pause 320; a tuned
+ * head's pause as long as it likes.  Behind the head, and in strict FIFO,
+ * the backoff is not capped.  (ts_pauses_before_look(), which the waiting
+ * loop calls, from the distances of ts_acquisitions_ahead().)
+ */
+static void head_pauses_in_mode(const char *delay, uint32_t tuned)
+{
+	struct ts_config cfg;
+	const uint32_t word = watched(0); /* a watching head, bypassed 0 times of 31 */
+
+	setenv("TICKET_DELAY", delay, 1);
+	setenv("TICKET_BYPASS", "31", 1);
+	cr_assert_eq(ts_config_parse(&cfg), 0);
+	for (uint32_t b = 0; b <= 31; b++) {
+		uint32_t w = watched(b);
+		uint32_t ahead = ts_acquisitions_ahead(&cfg, w, 0);
+		uint64_t uncapped = ts_backoff_pauses(&cfg, tuned, tuned, (uint16_t)ahead);
+		uint64_t pauses = ts_pauses_before_look(&cfg, tuned, tuned, ahead, true, false);
+		uint64_t strict = ts_pauses_before_look(&cfg, tuned, tuned, ahead, true, true);
+
+		cr_assert_leq(pauses, 64u, "TICKET_DELAY=%s: a head bypassed %u times of 31 pauses "
+		              "%llu between two looks, more than 64", delay, b,
+		              (unsigned long long)pauses);
+		cr_assert_eq(pauses, uncapped < 64 ? (uncapped != 0 ? uncapped : 1) : 64,
+		             "TICKET_DELAY=%s, bypassed %u: %llu pauses, the backoff %llu", delay, b,
+		             (unsigned long long)pauses, (unsigned long long)uncapped);
+		cr_assert_eq(strict, uncapped != 0 ? uncapped : 1,
+		             "TICKET_DELAY=%s: a strict FIFO head's backoff was capped: %llu, not %llu",
+		             delay, (unsigned long long)strict, (unsigned long long)uncapped);
+	}
+	/* behind the head: the tickets ahead, never capped */
+	for (uint32_t pos = 1; pos < 63; pos++) {
+		uint32_t ahead = ts_acquisitions_ahead(&cfg, word, pos);
+		uint64_t uncapped = ts_backoff_pauses(&cfg, tuned, tuned, (uint16_t)ahead);
+
+		cr_assert_eq(ts_pauses_before_look(&cfg, tuned, tuned, ahead, false, false),
+		             uncapped != 0 ? uncapped : 1, "TICKET_DELAY=%s, %u behind the head",
+		             delay, pos);
+	}
+}
+
+Test(autotune, a_running_head_pauses_at_most_64_pauses_in_every_mode_but_strict_fifo)
+{
+	/* 10 x 32 = 320 pauses at a head bypassed 0 times: capped */
+	head_pauses_in_mode("10", 0);
+	cr_assert_eq(ts_pauses_before_look(&(struct ts_config){ .delay_mode = TS_DELAY_FIXED,
+	                                                         .delay_factor = 10,
+	                                                         .bypass_max = 31 },
+	                                   0, 0, 32, true, false), 64u);
+	/* tuned delays of 50 units: 50 x 31 steals (series, auto), 50 for the head (auto) */
+	head_pauses_in_mode("series", 50u << TS_DELAY_SHIFT);
+	head_pauses_in_mode("auto", 50u << TS_DELAY_SHIFT);
+	head_pauses_in_mode("off", 50u << TS_DELAY_SHIFT);
+}
+
+/*
+ * TICKET_DELAY_TABLE=hashed: "each thread keeps 2^TICKET_DELAY_HASH_BITS
+ * delays indexed by a hash of the lock address, tagged so a lock landing on
+ * another's entry starts from the minimum".  A thread claims an entry for
+ * each of 1024 locks in turn and leaves a tuned delay in it: a lock keeps
+ * its delay only while no later lock landed on its entry, so as many locks
+ * keep theirs as there are entries (1024 locks leave one of 64 entries
+ * unclaimed with probability 64 x (63/64)^1024, 1e-5; fewer entries, less).
+ * Every size from 0 to 6 bits; single: one delay for every lock.
+ */
+static unsigned locks_keeping_their_delay(const struct ts_config *cfg)
+{
+	const uint32_t tuned = 77u << TS_DELAY_SHIFT;
+	unsigned kept = 0;
+
+	for (int i = 0; i < POOL_LOCKS; i++) {
+		uint32_t delay, next_delay;
+		struct ts_delay_entry *entry = ts_delay_entry_claim(cfg, ts_lock_hash(&lock_pool[i].word),
+		                                                    &delay, &next_delay);
+
+		entry->delay = tuned;
+	}
+	for (int i = 0; i < POOL_LOCKS; i++)
+		kept += ts_delay_of(cfg, &lock_pool[i].word) == tuned;
+	return kept;
+}
+
+Test(autotune, the_hashed_table_holds_2_to_the_hash_bits_delays)
+{
+	for (unsigned bits = 0; bits <= 6; bits++) {
+		struct ts_config cfg;
+		char value[4];
+		unsigned kept;
+
+		snprintf(value, sizeof(value), "%u", bits);
+		setenv("TICKET_DELAY_HASH_BITS", value, 1);
+		setenv("TICKET_DELAY_TABLE", "hashed", 1);
+		cr_assert_eq(ts_config_parse(&cfg), 0);
+		kept = locks_keeping_their_delay(&cfg);
+		cr_assert_eq(kept, 1u << bits,
+		             "TICKET_DELAY_HASH_BITS=%u: %u locks kept their own delay, not 2^%u",
+		             bits, kept, bits);
+	}
+	{
+		struct ts_config cfg;
+
+		setenv("TICKET_DELAY_TABLE", "single", 1);
+		cr_assert_eq(ts_config_parse(&cfg), 0);
+		cr_assert_eq(locks_keeping_their_delay(&cfg), (unsigned)POOL_LOCKS,
+		             "single: one delay for every lock");
+	}
 }

@@ -9,7 +9,12 @@
 #     one that does (lockprobe) gets none;
 #   - {threads} sweeps as before, and the title shows the command as run,
 #     with T and the counts in place of {threads}, on stdout and in the graph;
-#   - --threads without {threads} is a usage error (exit status 2);
+#   - --threads without {threads} is a usage error (exit status 2), and so
+#     is a --lib that is not there;
+#   - the defaults (modes, thread counts, repeats, output directory) and
+#     each default mode's TICKET_* settings are the man page's; --mode adds
+#     a mode, --env sets a variable in every ticketspin mode;
+#   - SIGINT and SIGTERM end it with status 130;
 #   - a bare example name is found among the example programs
 #     (TICKETSPIN_EXAMPLES_DIR here, the build tree's or $(libexecdir)'s
 #     otherwise), and is "not found" where it is not.
@@ -19,6 +24,8 @@
 set -u
 
 compare=${COMPARE:-../tools/ticketspin-compare}
+# absolute: one case runs it from another directory
+case $compare in /*) ;; *) compare=$PWD/$compare ;; esac
 lockprobe=$PWD/lockprobe
 semaphore=$(cd ../examples 2>/dev/null && pwd -P)/semaphore
 lib=${TICKETSPIN_LIB:-../preload/.libs/libticketspin.so}
@@ -151,6 +158,106 @@ run -t 1,2 --lib "$lib" -o "$dir/out" -- true
 [ "$status" -eq 2 ] && grep -q 'no {threads} placeholder' "$dir/stderr" ||
 	{ fail "-t without {threads}: status $status"; show; }
 [ $failures -eq $f0 ] && echo "ok: --threads without {threads} refused"
+
+# ---- a library that is not there: a usage error ---------------------------
+f0=$failures
+run -q -m glibc,auto --lib "$dir/no-such-lib.so" -o "$dir/out" -- true
+[ "$status" -eq 2 ] && grep -q -- "--lib: no such file: $dir/no-such-lib.so" "$dir/stderr" ||
+	{ fail "--lib of a missing file: status $status, not 2"; show; }
+[ $failures -eq $f0 ] && echo "ok: a missing library is a usage error (status 2)"
+
+# ---- the defaults (ticketspin-compare(1)): --threads 1,2,4,8, --modes
+# glibc,off,10,50,250,auto-single,auto-hashed,auto, --repeats 3, --out
+# ./ticketspin-compare-out, the name from COMMAND ----------------------------
+f0=$failures
+mkdir "$dir/cwd" || exit 99
+(cd "$dir/cwd" && "$compare" --timeout 20 -q --no-plot --lib "$lib" -- true {threads}) \
+	>"$dir/stdout" 2>"$dir/stderr"
+status=$?
+csv=$dir/cwd/ticketspin-compare-out/true.csv
+if [ "$status" -ne 0 ] || ! [ -f "$csv" ]; then
+	fail "defaults: status $status, no $csv"; show
+else
+	column_set() { awk -F, -v c="$1" 'NR > 1 { print $c }' "$csv" | sort -u | tr '\n' ' '; }
+	[ "$(column_set 2)" = "10x 250x 50x auto auto-hashed auto-single glibc off " ] ||
+		fail "defaults: modes $(column_set 2)"
+	[ "$(column_set 3)" = "1 2 4 8 " ] || fail "defaults: thread counts $(column_set 3)"
+	[ "$(column_set 4)" = "1 2 3 " ] || fail "defaults: repeats $(column_set 4)"
+	[ "$(grep -c ',ok$' "$csv")" -eq 96 ] ||
+		{ fail "defaults: not 8 modes x 4 thread counts x 3 repeats ok:"; cat "$csv"; }
+fi
+[ $failures -eq $f0 ] && echo "ok: the defaults: 8 modes, threads 1,2,4,8, 3 repeats, ./ticketspin-compare-out"
+
+# ---- each mode's settings, as ticketspin-compare(1) gives them: glibc no
+# preload; off and N TICKET_DELAY=off and =N, auto-single and auto-hashed
+# TICKET_DELAY=series with their table, all four strict FIFO
+# (TICKET_QUEUE=0); auto TICKET_DELAY=auto.  The command writes the TICKET_*
+# variables it got (but the two every preloaded mode sets) in run order,
+# the order of the CSV's rows. --------------------------------------------
+f0=$failures
+: >"$dir/envs"
+run -q --no-plot -r 1 --lib "$lib" -o "$dir/out" -n envs -- \
+	sh -c 'env | grep "^TICKET_" | grep -v -e "^TICKET_VERBOSE=1$" -e "^TICKET_STRICT=1$" |
+	       sort | tr "\n" " " >>"$0"; echo >>"$0"' "$dir/envs"
+if [ "$status" -ne 0 ]; then
+	fail "modes' settings: status $status"; show
+else
+	got=$(awk -F, 'NR > 1 { print $2 }' "$dir/out/envs.csv" | paste -d '|' - "$dir/envs")
+	expect='glibc|
+off|TICKET_DELAY=off TICKET_QUEUE=0 
+10x|TICKET_DELAY=10 TICKET_QUEUE=0 
+50x|TICKET_DELAY=50 TICKET_QUEUE=0 
+250x|TICKET_DELAY=250 TICKET_QUEUE=0 
+auto-single|TICKET_DELAY=series TICKET_DELAY_TABLE=single TICKET_QUEUE=0 
+auto-hashed|TICKET_DELAY=series TICKET_DELAY_TABLE=hashed TICKET_QUEUE=0 
+auto|TICKET_DELAY=auto '
+	[ "$(printf '%s\n' "$got" | sort)" = "$(printf '%s\n' "$expect" | sort)" ] ||
+		fail "modes' settings, mode|variables:
+$got"
+fi
+[ $failures -eq $f0 ] && echo "ok: each default mode's settings"
+
+# ---- --mode 'NAME VAR=VALUE...' adds a mode of one's own; --env VAR=VALUE
+# sets a variable in every ticketspin mode (not in glibc's) -----------------
+f0=$failures
+: >"$dir/envs"
+run -q --no-plot -r 1 -m glibc,auto --mode 'mine TICKET_DELAY=7 TICKET_BYPASS=3' \
+	-e TICKET_SPIN=99 --lib "$lib" -o "$dir/out" -n envs2 -- \
+	sh -c 'env | grep "^TICKET_" | grep -v -e "^TICKET_VERBOSE=1$" -e "^TICKET_STRICT=1$" |
+	       sort | tr "\n" " " >>"$0"; echo >>"$0"' "$dir/envs"
+if [ "$status" -ne 0 ]; then
+	fail "--mode and --env: status $status"; show
+else
+	got=$(awk -F, 'NR > 1 { print $2 }' "$dir/out/envs2.csv" | paste -d '|' - "$dir/envs")
+	expect='glibc|
+auto|TICKET_DELAY=auto TICKET_SPIN=99 
+mine|TICKET_BYPASS=3 TICKET_DELAY=7 TICKET_SPIN=99 '
+	[ "$(printf '%s\n' "$got" | sort)" = "$(printf '%s\n' "$expect" | sort)" ] ||
+		fail "--mode and --env, mode|variables:
+$got"
+fi
+[ $failures -eq $f0 ] && echo "ok: --mode adds a mode, --env sets a variable in every ticketspin mode"
+
+# ---- interrupted: status 130 (ticketspin-compare(1), EXIT STATUS) ---------
+# (SIGINT as from a terminal, and SIGTERM, which would give 143 without the
+# script's trap; the run under way ends first.  An asynchronous command
+# ignores SIGINT unless the subshell resets it.)
+for sig in INT TERM; do
+	f0=$failures
+	rm -f "$dir/out/intr.csv"
+	( trap - INT; exec "$compare" --timeout 20 -q -r 100 -m glibc --no-plot -o "$dir/out" \
+		-n intr -- sleep 0.2 ) >"$dir/stdout" 2>"$dir/stderr" &
+	pid=$!
+	for _ in $(seq 100); do
+		[ "$(cat "$dir/out/intr.csv" 2>/dev/null | grep -c .)" -ge 2 ] && break
+		sleep 0.05
+	done
+	kill -s "$sig" "$pid"
+	wait "$pid"
+	status=$?
+	[ "$status" -eq 130 ] || { fail "SIG$sig: status $status, not 130"; show; }
+	[ $failures -eq $f0 ] && echo "ok: SIG$sig: status 130"
+done
 
 if [ $failures -gt 0 ]; then
 	echo "$failures failure(s)"

@@ -4,6 +4,7 @@
  * line, strict mode's exit status and the verbose report.
  */
 #include <criterion/criterion.h>
+#include <stddef.h>
 #include <stdlib.h>
 
 #include "active.h"
@@ -30,7 +31,10 @@ Test(config, defaults)
 	cr_assert_eq(cfg.table, TS_TABLE_HASHED);
 	cr_assert_eq(cfg.hash_bits, 6);
 	cr_assert_eq(cfg.wait, TS_WAIT_PARK);
+	cr_assert_eq(cfg.spin_budget, 2000, "TICKET_SPIN's default is 2000 pauses, not %u",
+	             cfg.spin_budget);
 	cr_assert_null(cfg.stats);
+	cr_assert(!cfg.stats_keep, "TICKET_STATS_KEEP's default is 0");
 	cr_assert_eq(cfg.stats_top, 20);
 	cr_assert_eq(cfg.stall_ms, 1000);
 	/* not FIFO by default: stealing bounded by the most the word counts */
@@ -251,6 +255,129 @@ Test(config, min_equal_to_max_is_accepted)
 	unsetenv("TICKET_DELAY_MAX");
 }
 
+/*
+ * Every integer setting at the edges of the values README's table gives it
+ * (and libticketspin(7)): both ends accepted and in force, one past each
+ * end refused.  TICKET_DELAY_MIN and MAX each with the other at 1000000 or
+ * 1, so that only the range decides.
+ */
+struct edge {
+	const char *name, *value;
+	bool accepted;
+	const char *other; /* another VAR=VALUE set beside it, or NULL */
+};
+
+static long setting_of(const struct ts_config *cfg, const char *name)
+{
+	static const struct {
+		const char *name;
+		size_t offset;
+	} fields[] = {
+		{ "TICKET_DELAY", offsetof(struct ts_config, delay_factor) },
+		{ "TICKET_DELAY_MIN", offsetof(struct ts_config, delay_min) },
+		{ "TICKET_DELAY_MAX", offsetof(struct ts_config, delay_max) },
+		{ "TICKET_DELAY_HASH_BITS", offsetof(struct ts_config, hash_bits) },
+		{ "TICKET_SPIN", offsetof(struct ts_config, spin_budget) },
+		{ "TICKET_BYPASS", offsetof(struct ts_config, bypass_max) },
+		{ "TICKET_REST_US", offsetof(struct ts_config, rest_us) },
+		{ "TICKET_TURN_US", offsetof(struct ts_config, turn_us) },
+		{ "TICKET_DOZE_US", offsetof(struct ts_config, doze_us) },
+		{ "TICKET_ACTIVE", offsetof(struct ts_config, active) },
+		{ "TICKET_ACTIVE_US", offsetof(struct ts_config, active_us) },
+		{ "TICKET_STALL_MS", offsetof(struct ts_config, stall_ms) },
+		{ "TICKET_STATS_TOP", offsetof(struct ts_config, stats_top) },
+	};
+
+	if (strcmp(name, "TICKET_QUEUE") == 0)
+		return cfg->bypass_max == 0 ? 0 : (long)cfg->queue_capacity;
+	if (strcmp(name, "TICKET_STRICT") == 0)
+		return cfg->strict;
+	if (strcmp(name, "TICKET_VERBOSE") == 0)
+		return cfg->verbose;
+	if (strcmp(name, "TICKET_STATS_KEEP") == 0)
+		return cfg->stats_keep;
+	for (size_t i = 0; i < sizeof(fields) / sizeof(fields[0]); i++)
+		if (strcmp(name, fields[i].name) == 0)
+			return *(const uint32_t *)((const char *)cfg + fields[i].offset);
+	cr_assert_fail("no field for %s", name);
+	return -1;
+}
+
+Test(config, every_documented_range_at_its_edges)
+{
+	static const struct edge edges[] = {
+		{ "TICKET_DELAY", "1", true, NULL },           { "TICKET_DELAY", "100000", true, NULL },
+		{ "TICKET_DELAY", "0", false, NULL },          { "TICKET_DELAY", "100001", false, NULL },
+		{ "TICKET_DELAY_MIN", "1", true, NULL },
+		{ "TICKET_DELAY_MIN", "1000000", true, "TICKET_DELAY_MAX=1000000" },
+		{ "TICKET_DELAY_MIN", "0", false, NULL },
+		{ "TICKET_DELAY_MIN", "1000001", false, "TICKET_DELAY_MAX=1000000" },
+		{ "TICKET_DELAY_MAX", "1", true, "TICKET_DELAY_MIN=1" },
+		{ "TICKET_DELAY_MAX", "1000000", true, NULL },
+		{ "TICKET_DELAY_MAX", "0", false, "TICKET_DELAY_MIN=1" },
+		{ "TICKET_DELAY_MAX", "1000001", false, NULL },
+		{ "TICKET_DELAY_HASH_BITS", "0", true, NULL },
+		{ "TICKET_DELAY_HASH_BITS", "6", true, NULL },
+		{ "TICKET_DELAY_HASH_BITS", "7", false, NULL },
+		{ "TICKET_SPIN", "1", true, NULL },            { "TICKET_SPIN", "100000000", true, NULL },
+		{ "TICKET_SPIN", "0", false, NULL },           { "TICKET_SPIN", "100000001", false, NULL },
+		{ "TICKET_BYPASS", "0", true, NULL },          { "TICKET_BYPASS", "63", true, NULL },
+		{ "TICKET_BYPASS", "64", false, NULL },
+		{ "TICKET_QUEUE", "0", true, NULL },           { "TICKET_QUEUE", "2", true, NULL },
+		{ "TICKET_QUEUE", "63", true, NULL },          { "TICKET_QUEUE", "1", false, NULL },
+		{ "TICKET_QUEUE", "64", false, NULL },
+		{ "TICKET_REST_US", "0", true, NULL },         { "TICKET_REST_US", "1", true, NULL },
+		{ "TICKET_REST_US", "100000", true, NULL },    { "TICKET_REST_US", "100001", false, NULL },
+		{ "TICKET_TURN_US", "0", true, NULL },         { "TICKET_TURN_US", "1", true, NULL },
+		{ "TICKET_TURN_US", "100000", true, NULL },    { "TICKET_TURN_US", "100001", false, NULL },
+		{ "TICKET_DOZE_US", "0", true, NULL },         { "TICKET_DOZE_US", "1", true, NULL },
+		{ "TICKET_DOZE_US", "100000", true, NULL },    { "TICKET_DOZE_US", "100001", false, NULL },
+		{ "TICKET_ACTIVE", "0", true, NULL },          { "TICKET_ACTIVE", "8", true, NULL },
+		{ "TICKET_ACTIVE", "9", false, NULL },
+		{ "TICKET_ACTIVE_US", "100", true, NULL },     { "TICKET_ACTIVE_US", "100000", true, NULL },
+		{ "TICKET_ACTIVE_US", "99", false, NULL },     { "TICKET_ACTIVE_US", "100001", false, NULL },
+		{ "TICKET_STALL_MS", "0", true, NULL },        { "TICKET_STALL_MS", "1", true, NULL },
+		{ "TICKET_STALL_MS", "86400000", true, NULL }, { "TICKET_STALL_MS", "86400001", false, NULL },
+		{ "TICKET_STATS_TOP", "1", true, NULL },       { "TICKET_STATS_TOP", "1000000", true, NULL },
+		{ "TICKET_STATS_TOP", "0", false, NULL },      { "TICKET_STATS_TOP", "1000001", false, NULL },
+		{ "TICKET_STATS_KEEP", "0", true, NULL },      { "TICKET_STATS_KEEP", "1", true, NULL },
+		{ "TICKET_STATS_KEEP", "2", false, NULL },
+		{ "TICKET_STRICT", "0", true, NULL },          { "TICKET_STRICT", "1", true, NULL },
+		{ "TICKET_STRICT", "2", false, NULL },
+		{ "TICKET_VERBOSE", "0", true, NULL },         { "TICKET_VERBOSE", "1", true, NULL },
+		{ "TICKET_VERBOSE", "2", false, NULL },
+	};
+	struct ts_config defaults, cfg;
+
+	cr_assert_eq(ts_config_parse(&defaults), 0);
+	for (size_t i = 0; i < sizeof(edges) / sizeof(edges[0]); i++) {
+		const struct edge *e = &edges[i];
+		char other[64] = "";
+		unsigned invalid;
+
+		if (e->other != NULL) {
+			snprintf(other, sizeof(other), "%s", e->other);
+			other[strcspn(other, "=")] = '\0';
+			setenv(other, strchr(e->other, '=') + 1, 1);
+		}
+		setenv(e->name, e->value, 1);
+		invalid = ts_config_parse(&cfg);
+		unsetenv(e->name);
+		if (e->other != NULL)
+			unsetenv(other);
+		if (e->accepted) {
+			cr_assert_eq(invalid, 0, "%s=%s refused (README: accepted)", e->name, e->value);
+			cr_assert_eq(setting_of(&cfg, e->name), atol(e->value), "%s=%s: in force %ld",
+			             e->name, e->value, setting_of(&cfg, e->name));
+		} else {
+			cr_assert_eq(invalid, 1, "%s=%s accepted (README: out of range)", e->name,
+			             e->value);
+			cr_assert_eq(setting_of(&cfg, e->name), setting_of(&defaults, e->name),
+			             "%s=%s: the default not kept", e->name, e->value);
+		}
+	}
+}
+
 static void run_probe(struct probe_result *r, const char *const *env)
 {
 	probe_run(r, env, (const char *const[]){ LOCKPROBE, "provider", NULL }, 30);
@@ -330,4 +457,93 @@ Test(config, verbose_reports_the_effective_settings_once)
 	cr_assert(strstr(r.err, " bypass=31 queue=63 ") != NULL, "%s", r.err);
 	cr_assert_eq(strchr(r.err, '\n'), r.err + strlen(r.err) - 1, "one line: %s", r.err);
 	cr_assert_null(strstr(r.out, "ticketspin: "));
+}
+
+/*
+ * README, libticketspin(7): "A bad value gets one line on standard error
+ * naming the variable, the value and what is accepted, and the default is
+ * kept; with TICKET_STRICT=1 the process exits with status 2 instead,
+ * before main.  The library never writes to standard output."  For every
+ * variable, under the preload: one line, the value quoted, what is accepted
+ * (the values README's table gives), the program runs; strict: status 2,
+ * nothing of main on stdout.
+ */
+static void bad_value_is_reported(const char *name, const char *value,
+                                  const char *const *accepted)
+{
+	struct probe_result r;
+	char setting[128], line[256];
+
+	snprintf(setting, sizeof(setting), "%s=%s", name, value);
+	snprintf(line, sizeof(line), "ticketspin: %s='%s' is not valid: accepted: ", name, value);
+	run_probe(&r, (const char *const[]){ setting, "TICKET_STRICT=", "TICKET_VERBOSE=", NULL });
+	assert_probe_provider(&r);
+	cr_assert_eq(r.status, 0, "%s: status %d\n%s", setting, r.status, r.err);
+	cr_assert_eq(count_occurrences(r.err, "\n"), 1, "%s: not one stderr line:\n%s", setting,
+	             r.err);
+	cr_assert(strncmp(r.err, line, strlen(line)) == 0, "%s: '%s' expected:\n%s", setting, line,
+	          r.err);
+	cr_assert(strstr(r.err, "; keeping the default\n") != NULL, "%s:\n%s", setting, r.err);
+	for (const char *const *a = accepted; *a != NULL; a++)
+		cr_assert(strstr(r.err + strlen(line), *a) != NULL,
+		          "%s: what is accepted does not say '%s':\n%s", setting, *a, r.err);
+	cr_assert_null(strstr(r.out, "ticketspin: "), "%s: stdout: %s", setting, r.out);
+
+	if (strcmp(name, "TICKET_STRICT") == 0)
+		return; /* a bad TICKET_STRICT is not strict */
+	run_probe(&r, (const char *const[]){ setting, "TICKET_STRICT=1", "TICKET_VERBOSE=", NULL });
+	cr_assert_eq(r.status, 2, "%s, TICKET_STRICT=1: status %d\n%s", setting, r.status, r.err);
+	cr_assert_str_eq(r.out, "", "%s, TICKET_STRICT=1: main ran", setting);
+	cr_assert(strncmp(r.err, line, strlen(line)) == 0, "%s, strict:\n%s", setting, r.err);
+	cr_assert(strstr(r.err, "exiting with status 2") != NULL, "%s, strict:\n%s", setting,
+	          r.err);
+}
+
+#define ACCEPTS(...) ((const char *const[]){ __VA_ARGS__, NULL })
+
+Test(config, every_variable_names_a_bad_value_and_what_it_accepts)
+{
+	bad_value_is_reported("TICKET_DELAY", "fastest", ACCEPTS("off", "auto", "series", "1..100000"));
+	bad_value_is_reported("TICKET_DELAY_MIN", "0", ACCEPTS("1..1000000", "TICKET_DELAY_MAX"));
+	bad_value_is_reported("TICKET_DELAY_MAX", "1000001", ACCEPTS("1..1000000", "TICKET_DELAY_MIN"));
+	bad_value_is_reported("TICKET_DELAY_TABLE", "tree", ACCEPTS("hashed", "single"));
+	bad_value_is_reported("TICKET_DELAY_HASH_BITS", "7", ACCEPTS("0..6"));
+	bad_value_is_reported("TICKET_WAIT", "nap", ACCEPTS("spin", "yield", "park"));
+	bad_value_is_reported("TICKET_SPIN", "0", ACCEPTS("1..100000000"));
+	bad_value_is_reported("TICKET_BYPASS", "64", ACCEPTS("0 (strict FIFO)", "1..63"));
+	bad_value_is_reported("TICKET_QUEUE", "1", ACCEPTS("0 (strict FIFO)", "2..63"));
+	bad_value_is_reported("TICKET_REST_US", "100001", ACCEPTS("0 (", "1..100000"));
+	bad_value_is_reported("TICKET_TURN_US", "-1", ACCEPTS("0 (", "1..100000"));
+	bad_value_is_reported("TICKET_DOZE_US", "50us", ACCEPTS("0 (", "1..100000"));
+	bad_value_is_reported("TICKET_ACTIVE", "9", ACCEPTS("off", "cpus", "0..8"));
+	bad_value_is_reported("TICKET_ACTIVE_US", "99", ACCEPTS("100..100000"));
+	bad_value_is_reported("TICKET_STALL_MS", "1s", ACCEPTS("0 (off)", "1..86400000"));
+	bad_value_is_reported("TICKET_STATS_TOP", "0", ACCEPTS("1..1000000"));
+	bad_value_is_reported("TICKET_STATS_KEEP", "yes", ACCEPTS("0 or 1"));
+	bad_value_is_reported("TICKET_STRICT", "2", ACCEPTS("0 or 1"));
+	bad_value_is_reported("TICKET_VERBOSE", "on", ACCEPTS("0 or 1"));
+}
+
+/*
+ * TICKET_DELAY_MIN above TICKET_DELAY_MAX, each valid alone: the same one
+ * line (both named, with their values and the rule), both defaults kept;
+ * fatal with TICKET_STRICT=1.
+ */
+Test(config, min_above_max_gets_one_line_and_is_fatal_when_strict)
+{
+	static const char line[] = "ticketspin: TICKET_DELAY_MIN=100 exceeds TICKET_DELAY_MAX=50: "
+	                           "accepted: MIN <= MAX; keeping the defaults 1 and 16000\n";
+	struct probe_result r;
+
+	run_probe(&r, (const char *const[]){ "TICKET_DELAY_MIN=100", "TICKET_DELAY_MAX=50",
+	                                     "TICKET_VERBOSE=1", NULL });
+	assert_probe_provider(&r);
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	cr_assert(strncmp(r.err, line, strlen(line)) == 0, "not '%s':\n%s", line, r.err);
+	cr_assert(strstr(r.err, " min=1 max=16000 ") != NULL, "the defaults not in force:\n%s", r.err);
+	cr_assert_eq(count_occurrences(r.err, "\n"), 2, "the line, then the settings:\n%s", r.err);
+	run_probe(&r, (const char *const[]){ "TICKET_DELAY_MIN=100", "TICKET_DELAY_MAX=50",
+	                                     "TICKET_STRICT=1", NULL });
+	cr_assert_eq(r.status, 2, "status %d:\n%s", r.status, r.err);
+	cr_assert_str_eq(r.out, "");
 }

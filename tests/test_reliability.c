@@ -274,6 +274,30 @@ Test(fork, a_private_lock_in_shared_memory_is_not_repaired_by_a_child_strict_fif
 }
 
 /*
+ * doc/limits.md, fork: not repaired "every lock when the child cannot read
+ * /proc/self/maps (no /proc, a seccomp filter), which the repair reads to
+ * tell them apart": the probe runs in a mount namespace with a tmpfs over
+ * /proc (needs root and unshare(1)); its child must leave the ghost's
+ * ticket in the queue, and its lock still works by default.
+ */
+Test(fork, a_child_that_cannot_read_its_maps_repairs_nothing)
+{
+	struct probe_result r;
+
+	if (geteuid() != 0 || access("/usr/bin/unshare", X_OK) != 0)
+		cr_skip_test("needs root and unshare(1) for a /proc the probe cannot read");
+	probe_run(&r, NULL, (const char *const[]){ "/usr/bin/unshare", "-m", "/bin/sh", "-c",
+	                                           "mount -t tmpfs none /proc && exec \"$0\" forkunread",
+	                                           RELIABILITYPROBE, NULL }, 60);
+	if (strstr(r.out, "provider ") == NULL)
+		cr_skip_test("no mount namespace here: %s", r.err);
+	assert_probe_provider(&r);
+	cr_assert_eq(r.status, 0, "%s%s", r.out, r.err);
+	cr_assert(strstr(r.out, "forkunread: the ghost's ticket stayed, the lock worked") != NULL,
+	          "%s", r.out);
+}
+
+/*
  * Issue 40, item 4: a lock in MADV_DONTFORK memory, waited for at fork: the
  * child does not have it, and its repair must not touch it (children died
  * of SIGSEGV).

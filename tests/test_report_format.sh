@@ -120,6 +120,38 @@ err=$(report --width=10 "$pid" 2>&1)
 [ $? -eq 2 ] && printf '%s\n' "$err" | grep -q "width='10' is not valid" ||
 	fail "--width=10 not refused: $err"
 
+# the ranges ticketspin(1) gives: --width 40 to 10000 columns, top's
+# --interval 0.1 to 3600 seconds (default 1); one past either end is a bad
+# option, status 2
+for width in 40 10000; do
+	report --width="$width" "$pid" >/dev/null 2>&1 || fail "--width=$width refused"
+done
+for width in 39 10001; do
+	err=$(report --width="$width" "$pid" 2>&1)
+	[ $? -eq 2 ] && printf '%s\n' "$err" | grep -q "width='$width' is not valid" ||
+		fail "--width=$width not refused: $err"
+done
+for interval in 0.1 3600; do
+	env -u LD_PRELOAD "$wrapper" top --once --interval="$interval" "$pid" >/dev/null 2>&1 ||
+		fail "top --interval=$interval refused"
+done
+for interval in 0.09 3601 0; do
+	err=$(env -u LD_PRELOAD "$wrapper" top --once --interval="$interval" "$pid" 2>&1)
+	[ $? -eq 2 ] && printf '%s\n' "$err" | grep -q "interval='$interval' is not valid" ||
+		fail "top --interval=$interval not refused: $err"
+done
+echo "ok: --width 40..10000, --interval 0.1..3600"
+
+# top of a PID with no statistics: status 1, as for report (ticketspin(1),
+# EXIT STATUS: "1 when there are no statistics for a PID")
+for command in report top; do
+	err=$(env -u LD_PRELOAD "$wrapper" "$command" 999999999 2>&1)
+	status=$?
+	[ $status -eq 1 ] && printf '%s\n' "$err" | grep -q "no statistics for pid 999999999" ||
+		fail "$command of a pid with no statistics: status $status: $err"
+done
+echo "ok: report and top of a pid with no statistics exit 1"
+
 # report without PID and no files: status 1, as its help says ("1 when
 # there are no statistics"); /dev/shm is searched too, so only when it holds
 # no file of ours

@@ -75,6 +75,26 @@ Test(stall, each_waiter_reports_once_and_keeps_waiting)
 	cr_assert_not_null(strstr(r.err, "still waiting (TICKET_STALL_MS=200)"), "%s", r.err);
 }
 
+/*
+ * "The reports are rate-limited: at most one a second after the first 8"
+ * (doc/design.md; libticketspin(7): "The lines are rate-limited").  24
+ * waiters each pass TICKET_STALL_MS within a few naps of one another: the
+ * first 8 reports are printed, then at most one in each second (the first
+ * of them at once), 16 at most even if the last of them took 8 s to get
+ * there: not 24.
+ */
+Test(stall, reports_past_the_first_8_are_rate_limited)
+{
+	struct probe_result r;
+	int n;
+
+	hold_run(&r, (const char *const[]){ "TICKET_STALL_MS=200", "TICKET_QUEUE=0", NULL }, "24",
+	         "800");
+	n = count_occurrences(r.err, "ticketspin: stall: ");
+	cr_assert_geq(n, 8, "the first 8 reports must pass: %d\n%s", n, r.err);
+	cr_assert_leq(n, 16, "24 waiters' reports, %d printed: not rate-limited\n%s", n, r.err);
+}
+
 /* The default mode: the waiters behind the head (asleep at once) report too. */
 Test(stall, each_waiter_reports_once_in_the_default_mode)
 {

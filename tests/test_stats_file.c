@@ -638,3 +638,57 @@ Test(stats_file, report_shows_20_locks_by_default)
 {
 	report_shows("TICKET_VERBOSE=0", "22", 20, "22 locks contended", "20 shown (TICKET_STATS_TOP=20)");
 }
+
+/*
+ * libticketspin(7), XDG_RUNTIME_DIR: the statistics file goes there "when
+ * it is an absolute path to a directory owned by the user and writable by
+ * no one else; otherwise /dev/shm".  Our directory made writable by all,
+ * then named by a relative path: the file is kept in /dev/shm each time,
+ * never in the directory.
+ */
+static int files_in_dev_shm_of(const char *pid)
+{
+	char cmd[160];
+	FILE *out;
+	int n = -1;
+
+	snprintf(cmd, sizeof(cmd), "ls /dev/shm | grep -c '^ticketspin-stats\\.%s\\(\\.\\|$\\)'", pid);
+	out = popen(cmd, "r");
+	cr_assert_not_null(out);
+	cr_assert_eq(fscanf(out, "%d", &n), 1);
+	pclose(out);
+	return n;
+}
+
+static void kept_in_dev_shm_not_in(const char *xdg_setting)
+{
+	struct probe_result r;
+	char pid[16], cmd[160];
+
+	probe_run(&r, (const char *const[]){ xdg_setting, "TICKET_STATS=1", "TICKET_STATS_KEEP=1",
+	                                     NULL },
+	          (const char *const[]){ CONTENDED, "4", "2000", "1", NULL }, 60);
+	assert_probe_provider(&r);
+	cr_assert_eq(r.status, 0, "%s%s", r.out, r.err);
+	cr_assert_eq(sscanf(strstr(r.err, "stats: pid "), "stats: pid %15[0-9]", pid), 1, "%s",
+	             r.err);
+	cr_assert_eq(files_in_dir(), 0, "%s: the file went into that directory, not /dev/shm",
+	             xdg_setting);
+	cr_assert_eq(files_in_dev_shm_of(pid), 1, "%s: no file of pid %s in /dev/shm", xdg_setting,
+	             pid);
+	snprintf(cmd, sizeof(cmd), "rm -f /dev/shm/ticketspin-stats.%s /dev/shm/ticketspin-stats.%s.*",
+	         pid, pid);
+	cr_assert_eq(system(cmd), 0);
+}
+
+Test(stats_file, a_runtime_dir_others_can_write_or_a_relative_one_means_dev_shm)
+{
+	char relative[200];
+
+	cr_assert_eq(chmod(dir, 0777), 0);
+	kept_in_dev_shm_not_in(xdg);
+	cr_assert_eq(chmod(dir, 0700), 0);
+	snprintf(relative, sizeof(relative), "XDG_RUNTIME_DIR=%s", dir + 1); /* no leading '/' */
+	cr_assert_eq(chdir("/"), 0);
+	kept_in_dev_shm_not_in(relative);
+}

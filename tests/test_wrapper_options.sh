@@ -186,6 +186,36 @@ for pair in bypass:TICKET_BYPASS stall-ms:TICKET_STALL_MS delay:TICKET_DELAY; do
 done
 echo "ok: $same_rule values, the same verdict from the wrapper and the library"
 
+# ticketspin(1): it "sets the TICKET_* variables that its options name
+# (others already in the environment pass through)"
+out=$(env -u LD_PRELOAD TICKET_SPIN=77 TICKET_DELAY=series "$wrapper" --lib="$lib" --delay=off \
+	-- env 2>&1)
+if printf '%s\n' "$out" | grep -qx TICKET_SPIN=77 && printf '%s\n' "$out" | grep -qx TICKET_DELAY=off &&
+   ! printf '%s\n' "$out" | grep -qx TICKET_DELAY=series; then
+	echo "ok: TICKET_SPIN=77 in the environment passes through, --delay=off wins over TICKET_DELAY"
+else
+	fail "TICKET_SPIN=77 TICKET_DELAY=series ticketspin --delay=off: $(printf '%s\n' "$out" | grep ^TICKET_)"
+fi
+
+# ticketspin(1): "To run a command named report or top, put -- before it"
+# (and where, says --help): after --, they are the command, run under the
+# library; before it, the subcommands.
+bindir=$(mktemp -d "${TMPDIR:-/tmp}/ticketspin-options.XXXXXX") || exit 99
+for name in report top where; do
+	printf '#!/bin/sh\necho "the command %s: $*"\n' "$name" >"$bindir/$name"
+	chmod +x "$bindir/$name"
+	# first, as the man page writes it (the build tree's library), and after an option
+	for options in "" "--lib=$lib"; do
+		out=$(env -u LD_PRELOAD PATH="$bindir:$PATH" "$wrapper" $options -- "$name" 1 2>&1)
+		if [ "$out" != "the command $name: 1" ]; then
+			fail "'ticketspin $options -- $name 1' did not run the command $name: $out"
+		else
+			echo "ok: ticketspin $options -- $name runs a command named $name"
+		fi
+	done
+done
+rm -rf "$bindir"
+
 if [ $failures -gt 0 ]; then
 	echo "$failures failure(s)"
 	exit 1
