@@ -299,7 +299,7 @@ Test(bypass, a_rest_that_held_up_everyone_makes_the_next_ones_skipped, .timeout 
  * 1, 3, 7 ... 127, then 255, and 255 again, not 511.  (Rests of 1 us: the
  * skips, not the rests' length, are counted.)
  */
-Test(bypass, the_skips_double_after_each_rest_that_held_up_everyone_up_to_255, .timeout = 60)
+Test(bypass, the_skips_double_after_each_rest_that_held_up_everyone_up_to_255, .timeout = 10)
 {
 	static const uint32_t skips[] = { 1, 3, 7, 15, 31, 63, 127, 255, 255 };
 
