@@ -25,10 +25,11 @@
  * lock serves it; libfabric's shared-memory provider does it).  Then a
  * sleeper of one process, in its table, is never woken by the other's
  * release, which bumps and wakes its own table: the sleep runs out.  A
- * release announces a wake-up in its table (ts_wake_announce()) before it
- * clears the request from the word, so a sleeper whose sleep ran out and
- * who finds its request cleared (served) with its table's sequence
- * unchanged knows that a release of another process served it
+ * release announces a wake-up in its table, by the woken ticket's bit
+ * (ts_wake_announce()), before it clears the request from the word, so a
+ * sleeper whose sleep ran out and who finds its request cleared (served)
+ * with no announcement for its bit since it asked knows that a release of
+ * another process served it
  * (served_elsewhere()): the lock is then made a shared word (slowpath.c,
  * become_shared()), whose sleepers every process can wake.  One nap per
  * lock pays for the discovery, where every contended hand-over between the
@@ -106,6 +107,11 @@ uint64_t ts_now_ns(void)
 static struct parking_slot {
 	uint32_t seq;         /* bumped by each wake-up of a queue's waiter */
 	uint32_t outside_seq; /* bumped by each wake-up of the outsiders */
+	/*
+	 * By ticket bit: wake-ups announced by this process's releases, each
+	 * before the release clears the request it serves ("Served elsewhere").
+	 */
+	uint32_t announced[32];
 } __attribute__((aligned(64))) parking[1u << PARKING_BITS];
 
 static struct parking_slot *slot_of(uint32_t hash)
@@ -153,22 +159,30 @@ static enum ts_sleep futex_sleep(uint32_t *futex, bool shared, uint32_t value, u
 	return sleep_result(futex_wait_for(futex, op, value, nap_ns, ticket_bit(ticket)));
 }
 
+static uint32_t *announced_of(struct parking_slot *slot, uint8_t ticket)
+{
+	return &slot->announced[ticket & 31];
+}
+
 /*
  * After a private sleep on @slot that ran out: was its wake-up served, in
  * another process?  The request that asked for it (@request, in the word
- * while our ticket @ticket is the head) is gone, so a release cleared it and
- * woke someone; and @slot's sequence is still @seq, so no release of this
- * process did (release() announces before it clears: slowpath.c).  Nothing
- * else clears those requests while we wait with our ticket (ticket_lock.h).
+ * while our ticket @ticket is the head) is gone, so a release cleared it
+ * and woke the head; and the wake-ups this process announced for our
+ * ticket's bit are still @mark, as read before the request was made, so no
+ * release of this process did (release() announces before it clears:
+ * slowpath.c).  Nothing else clears those requests while we wait with our
+ * ticket (ticket_lock.h).  A release of this process for another lock of
+ * the slot, or another ticket of the bit, only makes us conclude nothing.
  */
-static bool served_elsewhere(ts_word_t *lock, struct parking_slot *slot, uint32_t seq,
+static bool served_elsewhere(ts_word_t *lock, struct parking_slot *slot, uint32_t mark,
                              uint8_t ticket, uint32_t request)
 {
 	/* SEQ_CST, the word first: a cleared request shows its announcement. */
 	uint32_t word = __atomic_load_n(lock, __ATOMIC_SEQ_CST);
 
 	return !(word & (TS_SHARED | request)) && ts_head(word) == ticket &&
-	       __atomic_load_n(&slot->seq, __ATOMIC_SEQ_CST) == seq;
+	       __atomic_load_n(announced_of(slot, ticket), __ATOMIC_SEQ_CST) == mark;
 }
 
 enum ts_sleep ts_sleep_in_queue(ts_word_t *lock, uint32_t hash, uint8_t ticket, uint64_t nap_ns,
@@ -177,6 +191,7 @@ enum ts_sleep ts_sleep_in_queue(ts_word_t *lock, uint32_t hash, uint8_t ticket, 
 	struct parking_slot *slot = slot_of(hash);
 	/* ACQUIRE, and before the fetch-or: see "Why no lost wake-up". */
 	uint32_t seq = __atomic_load_n(&slot->seq, __ATOMIC_ACQUIRE);
+	uint32_t mark = __atomic_load_n(announced_of(slot, ticket), __ATOMIC_ACQUIRE);
 	/*
 	 * SEQ_CST: ordered against the compare-and-swap that makes us the head
 	 * (slowpath.c, take_as_head()), which reads TS_SLEEPERS.
@@ -192,7 +207,7 @@ enum ts_sleep ts_sleep_in_queue(ts_word_t *lock, uint32_t hash, uint8_t ticket, 
 	} else {
 		how = futex_sleep(&slot->seq, false, seq, ticket, nap_ns);
 		*elsewhere = how == TS_SLEEP_TIMEOUT &&
-		             served_elsewhere(lock, slot, seq, ticket, TS_WAKE_NEXT);
+		             served_elsewhere(lock, slot, mark, ticket, TS_WAKE_NEXT);
 	}
 	TS_PROBE3(wake, lock, (int)ticket, (int)how);
 	return how;
@@ -203,6 +218,8 @@ enum ts_sleep ts_sleep_as_head(ts_word_t *lock, uint32_t hash, uint8_t ticket, u
 {
 	struct parking_slot *slot = slot_of(hash);
 	uint32_t seq = __atomic_load_n(&slot->seq, __ATOMIC_ACQUIRE);
+	/* Before our request is made: its release's announcement comes after. */
+	uint32_t mark = __atomic_load_n(announced_of(slot, ticket), __ATOMIC_ACQUIRE);
 	uint32_t word = __atomic_load_n(lock, __ATOMIC_RELAXED);
 	uint32_t asleep;
 	enum ts_sleep how;
@@ -224,7 +241,7 @@ enum ts_sleep ts_sleep_as_head(ts_word_t *lock, uint32_t hash, uint8_t ticket, u
 		TS_PROBE3(sleep, lock, (int)ticket, TS_PROBE_SLEEP_HEAD);
 		how = futex_sleep(&slot->seq, false, seq, ticket, nap_ns);
 		*elsewhere = how == TS_SLEEP_TIMEOUT &&
-		             served_elsewhere(lock, slot, seq, ticket, TS_WAKE_HEAD);
+		             served_elsewhere(lock, slot, mark, ticket, TS_WAKE_HEAD);
 	}
 	TS_PROBE3(wake, lock, (int)ticket, (int)how);
 	return how;
@@ -263,10 +280,10 @@ void ts_yield_turn(void)
 	__atomic_fetch_add(&sleep_counts.turn_yields, 1, __ATOMIC_RELAXED);
 }
 
-void ts_wake_announce(uint32_t hash)
+void ts_wake_announce(uint32_t hash, uint8_t ticket)
 {
 	/* SEQ_CST: after the request was seen, before it is cleared. */
-	__atomic_fetch_add(&slot_of(hash)->seq, 1, __ATOMIC_SEQ_CST);
+	__atomic_fetch_add(announced_of(slot_of(hash), ticket), 1, __ATOMIC_SEQ_CST);
 }
 
 void ts_wake_ticket(ts_word_t *lock, uint32_t hash, uint32_t word, uint8_t ticket)
@@ -274,7 +291,8 @@ void ts_wake_ticket(ts_word_t *lock, uint32_t hash, uint32_t word, uint8_t ticke
 	struct parking_slot *slot = slot_of(hash);
 
 	if (!(word & TS_SHARED)) {
-		/* Announced already (ts_wake_announce()). */
+		/* SEQ_CST: after the word's change that ended the sleep's condition. */
+		__atomic_fetch_add(&slot->seq, 1, __ATOMIC_SEQ_CST);
 		syscall(SYS_futex, &slot->seq, FUTEX_WAKE_BITSET_PRIVATE, INT_MAX, NULL, NULL,
 		        ticket_bit(ticket));
 	} else if (ts_queued(word) == 0) {

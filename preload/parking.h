@@ -75,10 +75,11 @@ enum ts_sleep ts_sleep_as_head(ts_word_t *lock, uint32_t hash, uint8_t ticket, u
 
 /*
  * Before a release clears a private word's wake-up request (TS_WAKE_HEAD,
- * TS_WAKE_NEXT) from the word, and after it saw it there: bumps the
- * sequence word of @hash's slot, which the sleeper checks (SEQ_CST).
+ * TS_WAKE_NEXT) from the word, and after it saw it there: counts a wake-up
+ * of @ticket (the head) in @hash's slot, which a sleeper whose sleep ran
+ * out checks (SEQ_CST; parking.c, "Served elsewhere").  Not a wake-up.
  */
-void ts_wake_announce(uint32_t hash);
+void ts_wake_announce(uint32_t hash, uint8_t ticket);
 
 /*
  * After that release: wakes the waiter holding @ticket of @lock (of hash

@@ -433,7 +433,7 @@ static void release(ts_word_t *lock, uint32_t word)
 		 * finds the announcement, if the release ran in its process.
 		 */
 		if (!announced && !(word & TS_SHARED) && (word & (TS_WAKE_HEAD | TS_WAKE_NEXT))) {
-			ts_wake_announce(hash);
+			ts_wake_announce(hash, ts_head(word));
 			announced = true;
 		}
 		/* RELEASE pairs with the next holder's ACQUIRE, as in ts_unlock(). */
