@@ -278,3 +278,28 @@ Test(misuse, held_byte_with_the_rest_mark_is_reported)
 {
 	held_byte_is_reported("0x01000012");
 }
+
+/*
+ * Issue 40, item 7: a process-shared lock also used by code without the
+ * preload.  glibc's pthread_spin_lock (libc's own, called here on a lock we
+ * hold) decrements the word before it tests it: our held byte 0x10 becomes
+ * 0x0f, which no locker of ours makes, and glibc's waiter, finding the word
+ * negative, waits for good.  Our unlock names what happened, not just "not
+ * held" (doc/reliability.md, "Code without the preload": they cannot share
+ * a lock).
+ */
+Test(misuse, a_held_byte_decremented_by_glibcs_lock_is_named)
+{
+	struct probe_result r;
+
+	probe_run(&r, NULL, (const char *const[]){ INTEROPPROBE, "decrement", NULL }, 20);
+	assert_probe_provider(&r);
+	cr_assert_eq(r.status, 0, "interopprobe decrement: status %d\n%s%s", r.status, r.out, r.err);
+	cr_assert(strstr(r.out, "decrement: held 0x80000010, after glibc's pthread_spin_lock "
+	                        "0x8000000f, our unlock EPERM, word now 0x8000000f"), "%s", r.out);
+	cr_assert_eq(count_lines(r.err, "the lock byte is 0x0f, our held 0x10 decremented (word "
+	                                "0x8000000f), as glibc's pthread_spin_lock leaves"), 1,
+	             "%s", r.err);
+	cr_assert_eq(count_lines(r.err, "code without ticketspin uses this lock"), 1, "%s", r.err);
+	cr_assert_eq(count_lines(r.err, "ticketspin: "), 1, "%s", r.err);
+}
