@@ -153,8 +153,8 @@
  * whole stop (issue 40, items 1 and 2: the strict FIFO queue these words
  * had before).  And a FIFO hand-over goes to the next in line whether or
  * not it runs: with more threads than CPUs every release waited for a
- * sleeping waiter's wake-up (item 9: 0.02-0.11x glibc at 4 and 8 threads
- * on 2 CPUs).  So a shared word is a test-and-set lock (wait_shared()):
+ * sleeping waiter's wake-up (item 9; doc/benchmarks.md).  So a shared word
+ * is a test-and-set lock (wait_shared()):
  * waiters look with an exponential backoff and take the lock when they see
  * it free, and after a spin budget sleep on the word, announced by
  * TS_SHARED_SLEEPERS, which the next release clears, waking one sleeper
@@ -861,72 +861,6 @@ static void wait_outside(struct waiter *w, uint32_t *word)
 }
 
 /*
- * Shared words (ticket_lock.h; the top of this file): waits as for a
- * test-and-set lock, starting from @word, until it takes the lock.  Looks
- * with an exponential backoff, from one pause to TS_SHARED_BACKOFF_MAX
- * between two looks, and takes the lock with a compare-and-swap as soon as
- * it sees it free.  After a spin budget without taking it: sleeps on the
- * word (TICKET_WAIT=park), announced by TS_SHARED_SLEEPERS, or yields
- * (yield); then spins a budget again.  A thread that has slept takes the
- * lock with the bit set (I5).
- */
-static void wait_shared(struct waiter *w, uint32_t word)
-{
-	const struct ts_config *cfg = w->cfg;
-	bool slept = false;
-	uint64_t spun = 0;   /* pauses since the last sleep or yield */
-	uint32_t backoff = 1; /* pauses before the next look */
-
-	for (;;) {
-		if (!ts_is_held(word)) {
-			uint32_t taken = (word & ~TS_LOCK_BYTE) | TS_LOCKED |
-			                 (slept ? TS_SHARED_SLEEPERS : 0u);
-
-			/* ACQUIRE pairs with the RELEASE store in ts_unlock(). */
-			if (__atomic_compare_exchange_n(w->lock, &word, taken, false, __ATOMIC_ACQUIRE,
-			                                __ATOMIC_RELAXED))
-				return;
-			continue;
-		}
-		if (spun >= cfg->spin_budget) {
-			ts_stall_check(&w->stall, cfg, w->lock, w->caller, 0, word, false, ts_now_ns());
-			if (cfg->wait == TS_WAIT_YIELD) {
-				sched_yield();
-				w->st.yields++;
-			} else if (cfg->wait == TS_WAIT_PARK) {
-				uint32_t announced = word | TS_SHARED_SLEEPERS;
-				enum ts_sleep how;
-
-				/*
-				 * SEQ_CST: before the unlock's loads, or its byte
-				 * store changes the word the sleep expects.  A
-				 * failure reloads the word: look again.
-				 */
-				if (announced != word &&
-				    !__atomic_compare_exchange_n(w->lock, &word, announced, false,
-				                                 __ATOMIC_SEQ_CST, __ATOMIC_RELAXED))
-					continue;
-				how = ts_sleep_shared(w->lock, announced, w->nap_ns);
-				w->st.parks++;
-				w->nap_ns = ts_nap_after(w->nap_ns, how);
-				slept = true;
-			}
-			spun = 0;
-			backoff = 1;
-			word = __atomic_load_n(w->lock, __ATOMIC_RELAXED);
-			continue;
-		}
-		ts_pause_for(backoff);
-		spun += backoff;
-		if (backoff < TS_SHARED_BACKOFF_MAX)
-			backoff *= 2;
-		/* Relaxed: ownership is taken only by an ACQUIRE compare-and-swap. */
-		word = __atomic_load_n(w->lock, __ATOMIC_RELAXED);
-		w->st.polls++;
-	}
-}
-
-/*
  * Was the lock of @hash free between two acquisitions, when a head last
  * watched it?  Its last watching head took it after fewer than
  * TS_DOZE_MAX_BYPASSED steals.  Unknown (no head has watched yet) is no.
@@ -1097,6 +1031,101 @@ static bool rest(const struct ts_config *cfg, ts_word_t *lock, uint32_t hash)
 		last_rest.skips = last_rest.skips * 2u + 1u;
 	last_rest.skips_due = last_rest.skips;
 	return true;
+}
+
+/*
+ * Shared words (ticket_lock.h; the top of this file): waits as for a
+ * test-and-set lock, starting from @word, until it takes the lock.  Looks
+ * with an exponential backoff, from one pause to TS_SHARED_BACKOFF_MAX
+ * between two looks, and takes the lock with a compare-and-swap as soon as
+ * it sees it free.  After a spin budget without taking it: rests, once per
+ * acquisition, if in that budget it saw the lock free and lost it to
+ * another (the lock is saturated by short critical sections); otherwise
+ * sleeps on the word (TICKET_WAIT=park), announced by TS_SHARED_SLEEPERS,
+ * or yields (yield); then spins a budget again.  A thread that has slept
+ * takes the lock with the bit set (I5).
+ *
+ * The rest is the queue's (step 4: rest(), the same alternation and skips,
+ * TICKET_REST_US), for the same reason: two threads contending for a
+ * saturated lock move its line at every look and every hand-over, where one
+ * of them alone runs with it in its cache; a rest holds nothing, and no one
+ * wakes it (doc/benchmarks.md, 7 December 2026, has the figures with and
+ * without it).  Only after a lost race: a waiter that saw the lock held at
+ * every look waits for one long critical section (or a holder off its
+ * CPU), and is better woken at its release than back after a rest.
+ */
+static void wait_shared(struct waiter *w, uint32_t word)
+{
+	const struct ts_config *cfg = w->cfg;
+	bool slept = false;
+	bool rest_decided = false; /* once per acquisition, as in the queue */
+	bool lost = false;         /* in this budget, someone took the lock we saw free */
+	uint64_t spun = 0;         /* pauses since the last sleep or yield */
+	uint32_t backoff = 1;      /* pauses before the next look */
+
+	for (;;) {
+		if (!ts_is_held(word)) {
+			uint32_t taken = (word & ~TS_LOCK_BYTE) | TS_LOCKED |
+			                 (slept ? TS_SHARED_SLEEPERS : 0u);
+
+			/* ACQUIRE pairs with the RELEASE store in ts_unlock(). */
+			if (__atomic_compare_exchange_n(w->lock, &word, taken, false, __ATOMIC_ACQUIRE,
+			                                __ATOMIC_RELAXED))
+				return;
+			lost |= ts_is_held(word);
+			continue;
+		}
+		if (spun >= cfg->spin_budget) {
+			ts_stall_check(&w->stall, cfg, w->lock, w->caller, 0, word, false, ts_now_ns());
+			if (lost && !rest_decided && cfg->rest_us != 0 && cfg->wait != TS_WAIT_SPIN) {
+				rest_decided = true;
+				if (rest_is_due(cfg, w->lock, w->hash)) {
+					if (rest(cfg, w->lock, w->hash)) {
+						w->st.rests = 1;
+						spun = 0;
+						backoff = 1;
+						lost = false;
+						word = __atomic_load_n(w->lock, __ATOMIC_RELAXED);
+						continue;
+					}
+					w->st.skips = 1;
+				}
+			}
+			lost = false;
+			if (cfg->wait == TS_WAIT_YIELD) {
+				sched_yield();
+				w->st.yields++;
+			} else if (cfg->wait == TS_WAIT_PARK) {
+				uint32_t announced = word | TS_SHARED_SLEEPERS;
+				enum ts_sleep how;
+
+				/*
+				 * SEQ_CST: before the unlock's loads, or its byte
+				 * store changes the word the sleep expects.  A
+				 * failure reloads the word: look again.
+				 */
+				if (announced != word &&
+				    !__atomic_compare_exchange_n(w->lock, &word, announced, false,
+				                                 __ATOMIC_SEQ_CST, __ATOMIC_RELAXED))
+					continue;
+				how = ts_sleep_shared(w->lock, announced, w->nap_ns);
+				w->st.parks++;
+				w->nap_ns = ts_nap_after(w->nap_ns, how);
+				slept = true;
+			}
+			spun = 0;
+			backoff = 1;
+			word = __atomic_load_n(w->lock, __ATOMIC_RELAXED);
+			continue;
+		}
+		ts_pause_for(backoff);
+		spun += backoff;
+		if (backoff < TS_SHARED_BACKOFF_MAX)
+			backoff *= 2;
+		/* Relaxed: ownership is taken only by an ACQUIRE compare-and-swap. */
+		word = __atomic_load_n(w->lock, __ATOMIC_RELAXED);
+		w->st.polls++;
+	}
 }
 
 /*
