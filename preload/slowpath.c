@@ -1039,11 +1039,13 @@ static bool rest(const struct ts_config *cfg, ts_word_t *lock, uint32_t hash)
  * with an exponential backoff, from one pause to TS_SHARED_BACKOFF_MAX
  * between two looks, and takes the lock with a compare-and-swap as soon as
  * it sees it free.  After a spin budget without taking it: rests, once per
- * acquisition, if in that budget it saw the lock free and lost it to
- * another (the lock is saturated by short critical sections); otherwise
- * sleeps on the word (TICKET_WAIT=park), announced by TS_SHARED_SLEEPERS,
- * or yields (yield); then spins a budget again.  A thread that has slept
- * takes the lock with the bit set (I5).
+ * acquisition, if it lost the lock to another (in that budget it saw the
+ * lock free and someone else took it, or its sleep was ended by a release
+ * and the lock was held again at its first look: the lock is saturated by
+ * short critical sections); otherwise sleeps on the word
+ * (TICKET_WAIT=park), announced by TS_SHARED_SLEEPERS, or yields (yield);
+ * then spins a budget again.  A thread that has slept takes the lock with
+ * the bit set (I5).
  *
  * The rest is the queue's (step 4: rest(), the same alternation and skips,
  * TICKET_REST_US), for the same reason: two threads contending for a
@@ -1051,8 +1053,9 @@ static bool rest(const struct ts_config *cfg, ts_word_t *lock, uint32_t hash)
  * of them alone runs with it in its cache; a rest holds nothing, and no one
  * wakes it (doc/benchmarks.md, 7 December 2026, has the figures with and
  * without it).  Only after a lost race: a waiter that saw the lock held at
- * every look waits for one long critical section (or a holder off its
- * CPU), and is better woken at its release than back after a rest.
+ * every look may wait for one long critical section (or a holder off its
+ * CPU), and is better woken at its release than back after a rest; if the
+ * lock is held again when that wake-up comes, it was not.
  */
 static void wait_shared(struct waiter *w, uint32_t word)
 {
@@ -1112,10 +1115,21 @@ static void wait_shared(struct waiter *w, uint32_t word)
 				w->st.parks++;
 				w->nap_ns = ts_nap_after(w->nap_ns, how);
 				slept = true;
+				word = __atomic_load_n(w->lock, __ATOMIC_RELAXED);
+				/*
+				 * Woken at a release, and the lock is held again: lost
+				 * to another, the lock is saturated.  Decide at once.
+				 */
+				if (how == TS_SLEEP_WOKEN && ts_is_held(word)) {
+					lost = true;
+					spun = cfg->spin_budget;
+					continue;
+				}
+			} else {
+				word = __atomic_load_n(w->lock, __ATOMIC_RELAXED);
 			}
 			spun = 0;
 			backoff = 1;
-			word = __atomic_load_n(w->lock, __ATOMIC_RELAXED);
 			continue;
 		}
 		ts_pause_for(backoff);

@@ -48,9 +48,15 @@
 /*
  * A waiter of a shared word pauses at most this many times between two
  * looks at it (slowpath.c, wait_shared(): exponential backoff from one).
+ * The backoff grows only while the lock is seen held, so the cap matters
+ * on a saturated lock, where each look moves the line from the holder and
+ * each look that finds it free hands the lock over: the longer the gaps,
+ * the longer one thread runs with the line in its cache.  64, 256 and 1024
+ * were measured (doc/benchmarks.md, 7 December 2026): 1024 was fastest
+ * with short critical sections, and as fast with longer ones.
  */
 #ifndef TS_SHARED_BACKOFF_MAX
-#define TS_SHARED_BACKOFF_MAX 64u
+#define TS_SHARED_BACKOFF_MAX 1024u
 #endif
 
 /*
