@@ -3,7 +3,8 @@
  *
  * The lock is the caller's own 4-byte pthread_spinlock_t, used in place: a
  * lock byte, which says who holds the lock, and a ticket queue of the threads
- * waiting for it, which says in which order they get it.
+ * waiting for it, which says in which order they get it (but on a shared
+ * word, below, which has no queue).
  *
  *   bits  0..7   lock byte: held when TS_LOCKED (bit 4) is set, and nothing
  *                else is ever set in it by us but TS_REST_MARK (bit 1) in a
@@ -21,7 +22,9 @@
  *   bit  15      TS_SLEEPERS: a waiter in the queue may be asleep.
  *   bits 16..21  head: the ticket at the front of the queue.
  *   bit  22      TS_WAKE_HEAD: the head of the queue sleeps and wants the
- *                next unlock to wake it.
+ *                next unlock to wake it.  On a shared word,
+ *                TS_SHARED_SLEEPERS: a thread may sleep on the word, and
+ *                the next unlock wakes one.
  *   bit  23      TS_STATS_DUE: TICKET_STATS has bookkeeping for the holder's
  *                unlock.
  *   bits 24..29  next: the next ticket to hand out.
@@ -51,7 +54,9 @@
  * them unchanged: the exchange takes a free byte (no tickets), the unlock
  * stores the byte unless a request is set.  A private lock converted to a
  * shared word may still have tickets, which drain: their waiters keep their
- * turn and sleep on the word (parking.c), and no new ticket is drawn.
+ * turn and sleep on the word (parking.c), and no new ticket is drawn.  No
+ * order is kept on a shared word; its waiters' only bounds are their
+ * sleeps' (parking.h) and one rest per acquisition (slowpath.c).
  *
  * The protocol (slowpath.c has the details and the reasons):
  *  - Free is "TS_LOCKED clear".  A thread takes the lock by setting the

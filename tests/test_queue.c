@@ -16,6 +16,7 @@
 #include <time.h>
 
 #include "options.h"
+#include "parking.h"
 #include "ticket_lock.h"
 
 static ts_word_t lock_word __attribute__((aligned(64)));
@@ -94,6 +95,53 @@ Test(queue, a_process_shared_lock_draws_no_ticket, .timeout = 10)
 	cr_assert_eq(word(), phantom_word(10, TS_SHARED) | TS_LOCKED, "%#x", word());
 	cr_assert(ts_unlock(&lock_word));
 	cr_assert_eq(word(), phantom_word(10, TS_SHARED), "%#x", word());
+}
+
+/*
+ * The rest on a shared word (slowpath.c, wait_shared()): a waiter that lost
+ * the lock to another rests TICKET_REST_US, holding nothing, once per
+ * acquisition.  We hold the lock; a waiter sleeps on the word
+ * (TICKET_SPIN=1), announced; we release it, which wakes the waiter, and
+ * take it back at once, before the woken waiter can look: it finds the lock
+ * held, lost to us, and rests (50 ms), while we release the lock for good.
+ * One rest in all, by it; we never wait.
+ */
+static uint32_t shared_seen;
+
+static void *shared_lock_once(void *arg)
+{
+	(void)arg;
+	ts_lock(&lock_word, NULL);
+	shared_seen = word();
+	cr_assert(ts_unlock(&lock_word));
+	return NULL;
+}
+
+Test(queue, a_shared_waiter_woken_to_a_lock_taken_again_rests, .timeout = 20)
+{
+	pthread_t tid;
+	struct ts_sleep_counts before, after;
+
+	setenv("TICKET_SPIN", "1", 1);
+	setenv("TICKET_WAIT", "park", 1);
+	setenv("TICKET_REST_US", "50000", 1);
+	__atomic_store_n(&lock_word, TS_SHARED, __ATOMIC_RELEASE);
+	ts_sleep_counts(&before);
+	ts_lock(&lock_word, NULL);
+	cr_assert_eq(pthread_create(&tid, NULL, shared_lock_once, NULL), 0);
+	while (!(word() & TS_SHARED_SLEEPERS))
+		sched_yield();
+	nanosleep(&(struct timespec){ 0, 5000000 }, NULL); /* asleep, not only announced */
+	cr_assert(ts_unlock(&lock_word)); /* wakes it... */
+	ts_lock(&lock_word, NULL);        /* ...and takes the lock back: the fast path */
+	nanosleep(&(struct timespec){ 0, 10000000 }, NULL);
+	cr_assert(ts_unlock(&lock_word));
+	pthread_join(tid, NULL);
+	ts_sleep_counts(&after);
+	cr_assert_eq(after.rests - before.rests, 1,
+	             "%llu rests: a waiter that lost the lock to another must rest once",
+	             (unsigned long long)(after.rests - before.rests));
+	cr_assert_eq(ts_queued(shared_seen), 0, "a ticket on a shared word: %#x", shared_seen);
 }
 
 /*
