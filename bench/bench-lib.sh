@@ -44,6 +44,8 @@ add_named_mode() {
 	case $name in
 	glibc) add_mode glibc spin 0 libc.so ;;
 	ticketspin) add_mode ticketspin spin 1 libticketspin.so ;;
+	glibc-pshared) add_mode glibc-pshared spin-pshared 0 libc.so ;;
+	ticketspin-pshared) add_mode ticketspin-pshared spin-pshared 1 libticketspin.so ;;
 	mutex | mutex-adaptive | ck-ticket | ck-ticket-pb | ck-mcs | ck-fas)
 		if [[ " $available " != *" $name "* ]]; then
 			echo "$PROG: $name left out: not built (Concurrency Kit's headers, Debian libck-dev, were missing at configure time)" >&2
@@ -53,7 +55,7 @@ add_named_mode() {
 		mutex*) add_mode "$name" "$name" 0 libc.so ;;
 		*) add_mode "$name" "$name" 0 inline ;;
 		esac ;;
-	*) bench_die "unknown lock '$name' (glibc ticketspin mutex mutex-adaptive ck-ticket ck-ticket-pb ck-mcs ck-fas; --mode 'NAME VAR=VALUE...' adds a ticketspin setting)" ;;
+	*) bench_die "unknown lock '$name' (glibc ticketspin glibc-pshared ticketspin-pshared mutex mutex-adaptive ck-ticket ck-ticket-pb ck-mcs ck-fas; --mode 'NAME VAR=VALUE...' adds a ticketspin setting)" ;;
 	esac
 }
 

@@ -27,7 +27,9 @@ usage: $PROG --harness PATH --lib PATH [options]
   --lib PATH        libticketspin.so, preloaded in the ticketspin modes
   --locks LIST      default glibc,ticketspin,mutex,mutex-adaptive,ck-ticket,
                     ck-ticket-pb,ck-mcs,ck-fas (glibc and ticketspin are
-                    pthread_spin_* without and with the preload)
+                    pthread_spin_* without and with the preload;
+                    glibc-pshared and ticketspin-pshared the same locks
+                    initialised PTHREAD_PROCESS_SHARED)
   --mode 'NAME TICKET_VAR=VALUE...'
                     add a ticketspin mode with settings of its own (repeatable)
   --threads LIST    thread counts (default 1,2,3,4,8,16)

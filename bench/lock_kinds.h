@@ -4,6 +4,8 @@
  *   spin            pthread_spin_*: glibc's without a preload, ticketspin's
  *                   with libticketspin.so LD_PRELOADed (called through the
  *                   PLT, as any program calls them)
+ *   spin-pshared    the same, initialised PTHREAD_PROCESS_SHARED (used by
+ *                   the threads of one process, in its private memory)
  *   mutex           pthread_mutex_* with the default attributes
  *   mutex-adaptive  pthread_mutex_* of type PTHREAD_MUTEX_ADAPTIVE_NP
  *   ck-ticket       Concurrency Kit's ck_spinlock_ticket (inline)
@@ -38,6 +40,7 @@
 
 enum lock_kind {
 	LOCK_SPIN,
+	LOCK_SPIN_PSHARED,
 	LOCK_MUTEX,
 	LOCK_MUTEX_ADAPTIVE,
 	LOCK_CK_TICKET,
@@ -48,7 +51,7 @@ enum lock_kind {
 };
 
 static const char *const lock_kind_names[LOCK_KINDS] = {
-	"spin", "mutex", "mutex-adaptive", "ck-ticket", "ck-ticket-pb", "ck-mcs", "ck-fas",
+	"spin", "spin-pshared", "mutex", "mutex-adaptive", "ck-ticket", "ck-ticket-pb", "ck-mcs", "ck-fas",
 };
 
 /* The lock itself; pthread_mutex_t (40 bytes) is the largest. */
@@ -92,6 +95,9 @@ static inline void lock_init(enum lock_kind kind, union lock_storage *l)
 	case LOCK_SPIN:
 		pthread_spin_init(&l->spin, PTHREAD_PROCESS_PRIVATE);
 		break;
+	case LOCK_SPIN_PSHARED:
+		pthread_spin_init(&l->spin, PTHREAD_PROCESS_SHARED);
+		break;
 	case LOCK_MUTEX:
 		pthread_mutex_init(&l->mutex, NULL);
 		break;
@@ -127,6 +133,7 @@ lock_acquire(enum lock_kind kind, union lock_storage *l, struct lock_node *n)
 	(void)n;
 	switch (kind) {
 	case LOCK_SPIN:
+	case LOCK_SPIN_PSHARED:
 		pthread_spin_lock(&l->spin);
 		break;
 	case LOCK_MUTEX:
@@ -158,6 +165,7 @@ lock_release(enum lock_kind kind, union lock_storage *l, struct lock_node *n)
 	(void)n;
 	switch (kind) {
 	case LOCK_SPIN:
+	case LOCK_SPIN_PSHARED:
 		pthread_spin_unlock(&l->spin);
 		break;
 	case LOCK_MUTEX:
@@ -188,7 +196,8 @@ lock_release(enum lock_kind kind, union lock_storage *l, struct lock_node *n)
  */
 static inline const char *lock_provider(enum lock_kind kind)
 {
-	const char *symbol = kind == LOCK_SPIN ? "pthread_spin_lock" : "pthread_mutex_lock";
+	const char *symbol = kind == LOCK_SPIN || kind == LOCK_SPIN_PSHARED ? "pthread_spin_lock"
+	                                                                    : "pthread_mutex_lock";
 	void *address;
 	Dl_info info;
 
@@ -207,6 +216,7 @@ static inline const char *lock_provider(enum lock_kind kind)
  */
 #define LOCK_DISPATCH(kind, fn, ...)                                                  \
 	((kind) == LOCK_SPIN             ? fn(LOCK_SPIN, __VA_ARGS__)                 \
+	 : (kind) == LOCK_SPIN_PSHARED   ? fn(LOCK_SPIN_PSHARED, __VA_ARGS__)         \
 	 : (kind) == LOCK_MUTEX          ? fn(LOCK_MUTEX, __VA_ARGS__)                \
 	 : (kind) == LOCK_MUTEX_ADAPTIVE ? fn(LOCK_MUTEX_ADAPTIVE, __VA_ARGS__)       \
 	 : (kind) == LOCK_CK_TICKET      ? fn(LOCK_CK_TICKET, __VA_ARGS__)            \

@@ -76,11 +76,41 @@ static bool should_report(const void *lock, enum ts_misuse_kind kind, uint64_t *
 	return first_report(lock, kind) && ts_rate_allows(&misuse_rate, skipped);
 }
 
+/*
+ * The unlock of a lock we held whose byte glibc's lock decremented.  Nothing
+ * we could write serves both: glibc's waiter takes only a positive word and
+ * makes it 0, which is our free word (doc/reliability.md).  So the word is
+ * left as it is: our next locker takes it (0x03-0x0f is free to us), and
+ * glibc's waiter, which finds it negative on a process-shared lock, waits.
+ */
+static void unlock_decremented(const void *lock, uint32_t word, const void *caller)
+{
+	char where[160], from[160], note[96];
+	uint64_t skipped;
+
+	if (!should_report(lock, TS_MISUSE_DECREMENTED, &skipped))
+		return;
+	ts_describe_address(where, sizeof(where), lock);
+	ts_describe_address(from, sizeof(from), caller);
+	ts_suppressed_note(note, sizeof(note), skipped);
+	ts_log("misuse: pthread_spin_unlock(%s) called from %s: the lock byte is 0x%02x, our "
+	       "held 0x%02x decremented (word 0x%08x), as glibc's pthread_spin_lock leaves a lock "
+	       "it finds held: code without ticketspin uses this lock (a process started "
+	       "without the preload, a statically linked or set-user-ID program?), and the two "
+	       "encodings cannot share it (doc/reliability.md); returned EPERM, lock left "
+	       "unchanged (reported once per lock)%s",
+	       where, from, ts_lock_byte(word), TS_LOCKED, word, note);
+}
+
 void ts_misuse_unlock_unheld(const void *lock, uint32_t word, const void *caller)
 {
 	char where[160], from[160], note[96];
 	uint64_t skipped;
 
+	if (ts_byte_is_decremented(ts_lock_byte(word))) {
+		unlock_decremented(lock, word, caller);
+		return;
+	}
 	if (!should_report(lock, TS_MISUSE_UNLOCK_UNHELD, &skipped))
 		return;
 	ts_describe_address(where, sizeof(where), lock);
@@ -197,9 +227,10 @@ suspect:
 		       "ticket lock: it has bits this library never sets (%u tickets ahead of ours, "
 		       "head %u, ours %u); glibc's own spinlock leaves such words: is the lock also "
 		       "used by a process without the preload (set-user-ID, statically linked), "
-		       "or overwritten?  Waiting in line anyway, possibly forever "
+		       "or overwritten?  Waiting %s anyway, possibly forever "
 		       "(reported once per lock)%s",
-		       where, from, word, ahead, ts_head(word), ticket, note);
+		       where, from, word, ahead, ts_head(word), ticket,
+		       (word & TS_SHARED) ? "for it" : "in line", note);
 	else
 		ts_log("misuse: pthread_spin_lock(%s) called from %s: word 0x%08x is not a valid "
 		       "ticket lock: %u tickets ahead of ours (head %u, ours %u) but only %u threads "

@@ -10,7 +10,10 @@
  * per report, and keeps the program running:
  *
  *  - unlock of a lock no one holds: the word is left unchanged, unlock returns
- *    EPERM (ts_unlock() already refuses; spin_api.c reports);
+ *    EPERM (ts_unlock() already refuses; spin_api.c reports); when its lock
+ *    byte is TS_LOCKED decremented (0x03-0x0f), said apart: glibc's lock, in
+ *    code without the preload, took the word for its own (doc/reliability.md,
+ *    "Code without the preload");
  *  - destroy of a held lock: reported; destroy returns 0, as glibc's does
  *    (see spin_api.c for why not EBUSY);
  *  - a word that cannot be a valid ticket lock: more tickets ahead of ours than
@@ -34,6 +37,7 @@ enum ts_misuse_kind {
 	TS_MISUSE_UNLOCK_UNHELD, /* pthread_spin_unlock() of a lock no one holds */
 	TS_MISUSE_DESTROY_HELD,  /* pthread_spin_destroy() of a held lock */
 	TS_MISUSE_SUSPECT_WORD,  /* more tickets ahead than threads on the system */
+	TS_MISUSE_DECREMENTED,   /* unlock of a lock whose held byte glibc's lock decremented */
 	TS_MISUSE_KINDS
 };
 
@@ -47,8 +51,20 @@ enum ts_misuse_kind {
  */
 #define TS_MISUSE_AHEAD_CHEAP 32u
 
-/* @word: the lock word as the unlock found it (free). */
+/*
+ * @word: the lock word as the unlock found it (free).  A lock byte of 0x03
+ * to 0x0f is none of ours (ticket_lock.h): TS_LOCKED less one or more, as
+ * glibc's pthread_spin_lock leaves a word it finds held (its `lock decl`
+ * comes before its test), reported as TS_MISUSE_DECREMENTED.
+ */
 void ts_misuse_unlock_unheld(const void *lock, uint32_t word, const void *caller);
+
+/* Is @byte, a lock byte that is not held, TS_LOCKED decremented (0x03-0x0f)? */
+static inline bool ts_byte_is_decremented(uint8_t byte)
+{
+	/* 0x01 is glibc's free word, 0x02 the rest mark: both free bytes of ours too. */
+	return byte >= 0x03u && byte < TS_LOCKED;
+}
 
 /* @word: the lock word as destroy found it (held). */
 void ts_misuse_destroy_held(const void *lock, uint32_t word, const void *caller);

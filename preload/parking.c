@@ -10,11 +10,33 @@
  * so a futex on it would rarely find the value it expects: waiters of a
  * private lock sleep on a sequence word in a per-process table, indexed by
  * the lock's hash, each on its own futex bit (ticket mod 32), so a wake-up
- * reaches the waiter it is meant for.  A lock initialised
- * PTHREAD_PROCESS_SHARED (TS_SHARED) has waiters in other processes, which
- * this table does not reach: they sleep on the lock word itself, with the
- * shared futex, and no one steals such a lock (slowpath.c), so the word
- * changes only when the lock changes hands.
+ * reaches the waiter it is meant for.  A shared word (TS_SHARED: a lock
+ * initialised PTHREAD_PROCESS_SHARED, or made shared) has waiters in other
+ * processes, which this table does not reach: they sleep on the lock word
+ * itself, with the shared futex (ts_sleep_shared()), announced by
+ * TS_SHARED_SLEEPERS, and an unlock that finds the bit wakes one of them.
+ * The word changes when the lock changes hands, and then only by its lock
+ * byte: a sleeper expects "held, announced", which an unlock changes.  The
+ * table's futexes stay private: a shared futex cannot reach another
+ * process through memory that is the process's own, whatever its flag.
+ *
+ * Served elsewhere.  A process-private lock may live in shared memory and
+ * be used by two processes all the same (POSIX leaves it undefined; glibc's
+ * lock serves it; libfabric's shared-memory provider does it).  Then a
+ * sleeper of one process, in its table, is never woken by the other's
+ * release, which bumps and wakes its own table: the sleep runs out.  A
+ * release announces a wake-up in its table, by the woken ticket's bit
+ * (ts_wake_announce()), before it clears the request from the word, so a
+ * sleeper whose sleep ran out and who finds its request cleared (served)
+ * with no announcement for its bit since it asked knows that a release of
+ * another process served it
+ * (served_elsewhere()): the lock is then made a shared word (slowpath.c,
+ * become_shared()), whose sleepers every process can wake.  One nap per
+ * lock pays for the discovery, where every contended hand-over between the
+ * processes cost one.  (Deciding by the mapping instead would take a
+ * system call, /proc/self/maps or the like, in the lock path, which a
+ * seccomp filter may forbid; and a lock in shared memory used by one
+ * process needs nothing.)
  *
  * Who wakes whom.  Unlock stays a load and a store unless a request to
  * it (bits beside the lock byte) sends it out of line: TS_WAKE_HEAD (set by
@@ -32,7 +54,10 @@
  * wake-up) or came first (and we do not sleep).  The head's own sleep has a
  * window: an unlock that loaded the lock byte before the head set
  * TS_WAKE_HEAD, and stores 0 after, wakes no one (making unlock a locked
- * instruction would close it and cost every uncontended unlock).  So every
+ * instruction would close it and cost every uncontended unlock).  A shared
+ * word's sleeper has the same window with TS_SHARED_SLEEPERS; outside it,
+ * the unlock's byte store changes the word its sleep expects, so a sleep
+ * that has not begun does not begin, and one that has is woken.  So every
  * sleep is bounded (TS_NAP_FIRST_NS, doubling to TS_NAP_MAX_NS while nothing
  * changes), and a missed wake-up costs at most the nap.
  */
@@ -82,6 +107,11 @@ uint64_t ts_now_ns(void)
 static struct parking_slot {
 	uint32_t seq;         /* bumped by each wake-up of a queue's waiter */
 	uint32_t outside_seq; /* bumped by each wake-up of the outsiders */
+	/*
+	 * By ticket bit: wake-ups announced by this process's releases, each
+	 * before the release clears the request it serves ("Served elsewhere").
+	 */
+	uint32_t announced[32];
 } __attribute__((aligned(64))) parking[1u << PARKING_BITS];
 
 static struct parking_slot *slot_of(uint32_t hash)
@@ -129,11 +159,39 @@ static enum ts_sleep futex_sleep(uint32_t *futex, bool shared, uint32_t value, u
 	return sleep_result(futex_wait_for(futex, op, value, nap_ns, ticket_bit(ticket)));
 }
 
-enum ts_sleep ts_sleep_in_queue(ts_word_t *lock, uint32_t hash, uint8_t ticket, uint64_t nap_ns)
+static uint32_t *announced_of(struct parking_slot *slot, uint8_t ticket)
+{
+	return &slot->announced[ticket & 31];
+}
+
+/*
+ * After a private sleep on @slot that ran out: was its wake-up served, in
+ * another process?  The request that asked for it (@request, in the word
+ * while our ticket @ticket is the head) is gone, so a release cleared it
+ * and woke the head; and the wake-ups this process announced for our
+ * ticket's bit are still @mark, as read before the request was made, so no
+ * release of this process did (release() announces before it clears:
+ * slowpath.c).  Nothing else clears those requests while we wait with our
+ * ticket (ticket_lock.h).  A release of this process for another lock of
+ * the slot, or another ticket of the bit, only makes us conclude nothing.
+ */
+static bool served_elsewhere(ts_word_t *lock, struct parking_slot *slot, uint32_t mark,
+                             uint8_t ticket, uint32_t request)
+{
+	/* SEQ_CST, the word first: a cleared request shows its announcement. */
+	uint32_t word = __atomic_load_n(lock, __ATOMIC_SEQ_CST);
+
+	return !(word & (TS_SHARED | request)) && ts_head(word) == ticket &&
+	       __atomic_load_n(announced_of(slot, ticket), __ATOMIC_SEQ_CST) == mark;
+}
+
+enum ts_sleep ts_sleep_in_queue(ts_word_t *lock, uint32_t hash, uint8_t ticket, uint64_t nap_ns,
+                                bool *elsewhere)
 {
 	struct parking_slot *slot = slot_of(hash);
 	/* ACQUIRE, and before the fetch-or: see "Why no lost wake-up". */
 	uint32_t seq = __atomic_load_n(&slot->seq, __ATOMIC_ACQUIRE);
+	uint32_t mark = __atomic_load_n(announced_of(slot, ticket), __ATOMIC_ACQUIRE);
 	/*
 	 * SEQ_CST: ordered against the compare-and-swap that makes us the head
 	 * (slowpath.c, take_as_head()), which reads TS_SLEEPERS.
@@ -144,18 +202,24 @@ enum ts_sleep ts_sleep_in_queue(ts_word_t *lock, uint32_t hash, uint8_t ticket, 
 	if (ts_head(word) == ticket)
 		return TS_SLEEP_SKIPPED;
 	TS_PROBE3(sleep, lock, (int)ticket, TS_PROBE_SLEEP_BEHIND);
-	if (word & TS_SHARED)
+	if (word & TS_SHARED) {
 		how = futex_sleep(lock, true, word, ticket, nap_ns);
-	else
+	} else {
 		how = futex_sleep(&slot->seq, false, seq, ticket, nap_ns);
+		*elsewhere = how == TS_SLEEP_TIMEOUT &&
+		             served_elsewhere(lock, slot, mark, ticket, TS_WAKE_NEXT);
+	}
 	TS_PROBE3(wake, lock, (int)ticket, (int)how);
 	return how;
 }
 
-enum ts_sleep ts_sleep_as_head(ts_word_t *lock, uint32_t hash, uint8_t ticket, uint64_t nap_ns)
+enum ts_sleep ts_sleep_as_head(ts_word_t *lock, uint32_t hash, uint8_t ticket, uint64_t nap_ns,
+                               bool *elsewhere)
 {
 	struct parking_slot *slot = slot_of(hash);
 	uint32_t seq = __atomic_load_n(&slot->seq, __ATOMIC_ACQUIRE);
+	/* Before our request is made: its release's announcement comes after. */
+	uint32_t mark = __atomic_load_n(announced_of(slot, ticket), __ATOMIC_ACQUIRE);
 	uint32_t word = __atomic_load_n(lock, __ATOMIC_RELAXED);
 	uint32_t asleep;
 	enum ts_sleep how;
@@ -176,6 +240,8 @@ enum ts_sleep ts_sleep_as_head(ts_word_t *lock, uint32_t hash, uint8_t ticket, u
 			return TS_SLEEP_SKIPPED;
 		TS_PROBE3(sleep, lock, (int)ticket, TS_PROBE_SLEEP_HEAD);
 		how = futex_sleep(&slot->seq, false, seq, ticket, nap_ns);
+		*elsewhere = how == TS_SLEEP_TIMEOUT &&
+		             served_elsewhere(lock, slot, mark, ticket, TS_WAKE_HEAD);
 	}
 	TS_PROBE3(wake, lock, (int)ticket, (int)how);
 	return how;
@@ -214,18 +280,52 @@ void ts_yield_turn(void)
 	__atomic_fetch_add(&sleep_counts.turn_yields, 1, __ATOMIC_RELAXED);
 }
 
+void ts_wake_announce(uint32_t hash, uint8_t ticket)
+{
+	/* SEQ_CST: after the request was seen, before it is cleared. */
+	__atomic_fetch_add(announced_of(slot_of(hash), ticket), 1, __ATOMIC_SEQ_CST);
+}
+
 void ts_wake_ticket(ts_word_t *lock, uint32_t hash, uint32_t word, uint8_t ticket)
 {
-	if (word & TS_SHARED) {
-		syscall(SYS_futex, lock, FUTEX_WAKE_BITSET, INT_MAX, NULL, NULL, ticket_bit(ticket));
-	} else {
-		struct parking_slot *slot = slot_of(hash);
+	struct parking_slot *slot = slot_of(hash);
 
+	if (!(word & TS_SHARED)) {
 		/* SEQ_CST: after the word's change that ended the sleep's condition. */
 		__atomic_fetch_add(&slot->seq, 1, __ATOMIC_SEQ_CST);
 		syscall(SYS_futex, &slot->seq, FUTEX_WAKE_BITSET_PRIVATE, INT_MAX, NULL, NULL,
 		        ticket_bit(ticket));
+	} else if (ts_queued(word) == 0) {
+		/*
+		 * One sleeper: it takes the lock with TS_SHARED_SLEEPERS set, and
+		 * its unlock wakes the next (ticket_lock.h, I5).
+		 */
+		syscall(SYS_futex, lock, FUTEX_WAKE_BITSET, 1, NULL, NULL, FUTEX_BITSET_MATCH_ANY);
+	} else {
+		/*
+		 * A converted word whose tickets drain (slowpath.c, "Shared
+		 * words"): its ticket holders sleep on the word by their ticket's
+		 * bit, or still in this process's table, and the bit may be a
+		 * shared sleeper's too.  Everyone on the word: rare, and short.
+		 */
+		__atomic_fetch_add(&slot->seq, 1, __ATOMIC_SEQ_CST);
+		syscall(SYS_futex, &slot->seq, FUTEX_WAKE_BITSET_PRIVATE, INT_MAX, NULL, NULL,
+		        ticket_bit(ticket));
+		syscall(SYS_futex, lock, FUTEX_WAKE_BITSET, INT_MAX, NULL, NULL,
+		        FUTEX_BITSET_MATCH_ANY);
 	}
+}
+
+enum ts_sleep ts_sleep_shared(ts_word_t *lock, uint32_t word, uint64_t nap_ns)
+{
+	enum ts_sleep how;
+
+	/* No ticket: -1 (probes.h).  Any bit: the unlock wakes one, whoever it is. */
+	TS_PROBE3(sleep, lock, -1, TS_PROBE_SLEEP_SHARED);
+	how = sleep_result(futex_wait_for(lock, FUTEX_WAIT_BITSET, word, nap_ns,
+	                                  FUTEX_BITSET_MATCH_ANY));
+	TS_PROBE3(wake, lock, -1, (int)how);
+	return how;
 }
 
 enum ts_sleep ts_sleep_outside(ts_word_t *lock, uint32_t hash, uint32_t capacity, uint64_t nap_ns)

@@ -57,20 +57,41 @@ static inline uint64_t ts_nap_after(uint64_t nap_ns, enum ts_sleep how)
  * Holding @ticket behind the head of the queue, sleeps for at most @nap_ns
  * until woken as the new head.  Sets TS_SLEEPERS first (a full barrier),
  * then sleeps only if the word that returned says @ticket is still not the
- * head.  @hash is ts_lock_hash(@lock).
+ * head.  @hash is ts_lock_hash(@lock).  *@elsewhere: the sleep of a private
+ * word ran out though its wake-up was served, by a release in another
+ * process (parking.c, "Served elsewhere"); set only when the sleep was made.
  */
-enum ts_sleep ts_sleep_in_queue(ts_word_t *lock, uint32_t hash, uint8_t ticket, uint64_t nap_ns);
+enum ts_sleep ts_sleep_in_queue(ts_word_t *lock, uint32_t hash, uint8_t ticket, uint64_t nap_ns,
+                                bool *elsewhere);
 
 /*
  * At the head of the queue (holding @ticket), sleeps for at most @nap_ns
  * until the holder's unlock: sets TS_WAKE_HEAD in the word and clears
  * TS_WATCHING (stealers then go on as if no one waited), then sleeps only
- * while the lock is still held.
+ * while the lock is still held.  *@elsewhere as for ts_sleep_in_queue().
  */
-enum ts_sleep ts_sleep_as_head(ts_word_t *lock, uint32_t hash, uint8_t ticket, uint64_t nap_ns);
+enum ts_sleep ts_sleep_as_head(ts_word_t *lock, uint32_t hash, uint8_t ticket, uint64_t nap_ns,
+                               bool *elsewhere);
 
-/* Wakes the waiter holding @ticket of @lock (of hash @hash), whose word was @word. */
+/*
+ * Before a release clears a private word's wake-up request (TS_WAKE_HEAD,
+ * TS_WAKE_NEXT) from the word, and after it saw it there: counts a wake-up
+ * of @ticket (the head) in @hash's slot, which a sleeper whose sleep ran
+ * out checks (SEQ_CST; parking.c, "Served elsewhere").  Not a wake-up.
+ */
+void ts_wake_announce(uint32_t hash, uint8_t ticket);
+
+/*
+ * After that release: wakes the waiter holding @ticket of @lock (of hash
+ * @hash), whose word was @word; on a shared word (TS_SHARED), one sleeper.
+ */
 void ts_wake_ticket(ts_word_t *lock, uint32_t hash, uint32_t word, uint8_t ticket);
+
+/*
+ * On a shared word, announced (TS_SHARED_SLEEPERS set in @word), sleeps on
+ * the word with the shared futex while it holds @word, for at most @nap_ns.
+ */
+enum ts_sleep ts_sleep_shared(ts_word_t *lock, uint32_t word, uint64_t nap_ns);
 
 /*
  * Outside the queue (it holds @capacity tickets): sleeps for at most @nap_ns,

@@ -29,7 +29,8 @@
  *                                when a tracer attached during the wait.
  *   sleep(lock, ticket, where)   about to sleep on a futex: where 0 behind
  *                                the head, 1 at the head, 2 outside a full
- *                                queue (ticket -1 there).
+ *                                queue, 3 on a process-shared lock's word
+ *                                (ticket -1 for those two).
  *   wake(lock, ticket, how)      that sleep ended: how 1 woken (or the word
  *                                changed first), 2 its nap timed out.
  *   rest(lock, us)               a rest before queueing (slowpath.c, step 4)
@@ -56,6 +57,7 @@
 #define TS_PROBE_SLEEP_BEHIND  0
 #define TS_PROBE_SLEEP_HEAD    1
 #define TS_PROBE_SLEEP_OUTSIDE 2
+#define TS_PROBE_SLEEP_SHARED  3
 
 #ifdef HAVE_SYS_SDT_H
 #define _SDT_HAS_SEMAPHORES 1

@@ -139,18 +139,50 @@
  *     exchange's free lock is given back (keep_or_give_back()) and the
  *     thread goes to the gate.  Nothing else here changes.
  *
- * Strict FIFO (TICKET_QUEUE=0, TICKET_BYPASS=0, and every lock initialised
- * PTHREAD_PROCESS_SHARED, whose waiters sleep on the word): no steal, no
- * escape, no restriction, no rest: a thread keeps a free lock only with an
- * empty queue (one that its exchange took past a queue is given back), and
+ * Strict FIFO (TICKET_QUEUE=0, TICKET_BYPASS=0): no steal, no escape, no
+ * restriction, no rest: a thread keeps a free lock only with an empty
+ * queue (one that its exchange took past a queue is given back), and
  * waiters spin with the seeds' proportional backoff (delay x waiters
  * ahead) before sleeping, as the seed series' ticket lock does.
+ *
+ * Shared words (TS_SHARED; ticket_lock.h): none of the above.  A ticket, a
+ * watch, a sleeper's flag are state in the word that the thread holding it
+ * must serve; in a word shared between processes, a process that exits, is
+ * killed, execs or is stopped while one of its threads waits leaves that
+ * state to the others, who then wait for good (exit, kill, exec) or for the
+ * whole stop (issue 40, items 1 and 2: the strict FIFO queue these words
+ * had before).  And a FIFO hand-over goes to the next in line whether or
+ * not it runs: with more threads than CPUs every release waited for a
+ * sleeping waiter's wake-up (item 9; doc/benchmarks.md).  So a shared word
+ * is a test-and-set lock (wait_shared()):
+ * waiters look with an exponential backoff and take the lock when they see
+ * it free, and after a spin budget sleep on the word, announced by
+ * TS_SHARED_SLEEPERS, which the next release clears, waking one sleeper
+ * (Drepper's mutex 2); a woken thread takes the lock keeping the bit.  A
+ * waiter that vanishes or stops leaves at most that bit: one wake-up of no
+ * one, or of a thread that is not running, which costs the other sleepers
+ * at most their nap.  No order is kept, and none is promised: like glibc's
+ * lock, a waiter may be passed any number of times; every sleep is
+ * bounded (parking.h), so a waiter looks again at least every
+ * TS_NAP_MAX_NS.  None of the queue's settings applies (TICKET_QUEUE,
+ * TICKET_BYPASS, TICKET_REST_US, TICKET_TURN_US, TICKET_DOZE_US,
+ * TICKET_ACTIVE, TICKET_DELAY); TICKET_WAIT, TICKET_SPIN, TICKET_STALL_MS
+ * and TICKET_STATS do.
+ *
+ * A word becomes shared by pthread_spin_init(PTHREAD_PROCESS_SHARED), or,
+ * initialised private, when a sleeper of ours finds its wake-up served by
+ * a release in another process (become_shared(); issue 40, item 8): it
+ * lies in shared memory and is used by two processes, whose private
+ * sleeping tables cannot wake each other's sleepers.  Tickets drawn before
+ * drain: their holders keep their turn (they sleep on the word from then
+ * on), and no new ticket is drawn.
  */
 #include "slowpath.h"
 
 #include "active.h"
 #include "backoff.h"
 #include "fork.h"
+#include "log.h"
 #include "misuse.h"
 #include "parking.h"
 #include "probes.h"
@@ -208,6 +240,8 @@
 #ifndef TS_TURN_MIN_QUEUE
 #define TS_TURN_MIN_QUEUE 2u
 #endif
+
+uint64_t ts_locks_made_shared;
 
 /*
  * This thread's turn (step 6): its steals past a queue whose head did not
@@ -267,7 +301,8 @@ static bool turn_end(const struct ts_config *cfg, ts_word_t *lock, uint32_t *wor
 
 static bool strict_fifo(const struct ts_config *cfg, uint32_t word)
 {
-	return cfg->bypass_max == 0 || (word & TS_SHARED);
+	(void)word;
+	return cfg->bypass_max == 0;
 }
 
 static uint32_t queue_capacity(const struct ts_config *cfg)
@@ -275,10 +310,14 @@ static uint32_t queue_capacity(const struct ts_config *cfg)
 	return cfg->queue_capacity;
 }
 
-/* May a thread holding no ticket take the lock of @word now? */
+/*
+ * May a thread holding no ticket take the lock of @word now?  Not a shared
+ * word's by the queue's rules: wait_shared() takes those, keeping the bits
+ * a steal would clear (I5).
+ */
 static bool may_steal(const struct ts_config *cfg, uint32_t word)
 {
-	if (ts_is_held(word))
+	if (ts_is_held(word) || (word & TS_SHARED))
 		return false;
 	if (ts_queued(word) == 0)
 		return true; /* a free lock, no one waiting */
@@ -342,6 +381,8 @@ static bool try_steal(const struct ts_config *cfg, ts_word_t *lock, uint32_t *wo
  */
 static uint32_t trylocked(uint32_t word)
 {
+	if (word & TS_SHARED)
+		return (word & ~TS_LOCK_BYTE) | TS_LOCKED; /* every other bit kept (I5) */
 	if ((word & TS_WATCHING) && ts_bypass(word) >= TS_BYPASS_MAX)
 		return (word & ~TS_LOCK_BYTE) | TS_LOCKED;
 	return stolen(word);
@@ -382,24 +423,41 @@ bool ts_trylock_slow(ts_word_t *lock, uint32_t seen)
  */
 static void release(ts_word_t *lock, uint32_t word)
 {
-	/* RELEASE pairs with the next holder's ACQUIRE, as in ts_unlock(). */
-	while (!__atomic_compare_exchange_n(lock, &word,
-	                                    word & ~(TS_LOCK_BYTE | TS_WAKE_HEAD | TS_WAKE_NEXT),
-	                                    false, __ATOMIC_RELEASE, __ATOMIC_RELAXED))
-		;
+	uint32_t hash = ts_lock_hash(lock);
+	bool announced = false;
+
+	for (;;) {
+		/*
+		 * A wake-up of a private word's sleeper is announced (parking.c,
+		 * "Served elsewhere") before the compare-and-swap clears its
+		 * request: a sleeper whose request is gone from the word then
+		 * finds the announcement, if the release ran in its process.
+		 */
+		if (!announced && !(word & TS_SHARED) && (word & (TS_WAKE_HEAD | TS_WAKE_NEXT))) {
+			ts_wake_announce(hash, ts_head(word));
+			announced = true;
+		}
+		/* RELEASE pairs with the next holder's ACQUIRE, as in ts_unlock(). */
+		if (__atomic_compare_exchange_n(lock, &word, word & ~(TS_LOCK_BYTE | TS_WAKE_HEAD | TS_WAKE_NEXT),
+		                                false, __ATOMIC_RELEASE, __ATOMIC_RELAXED))
+			break;
+	}
 	/*
 	 * The head cannot change while we hold the lock (only a taker moves it,
-	 * and the lock byte was ours): @word names the waiter to wake.
+	 * and the lock byte was ours): @word names the waiter to wake.  On a
+	 * shared word the request is TS_SHARED_SLEEPERS: one sleeper is woken.
 	 */
 	if (word & (TS_WAKE_HEAD | TS_WAKE_NEXT))
-		ts_wake_ticket(lock, ts_lock_hash(lock), word, ts_head(word));
+		ts_wake_ticket(lock, hash, word, ts_head(word));
 }
 
 bool ts_unlock_slow(ts_word_t *lock, uint16_t upper)
 {
+	/* A shared word is always checked: code without the preload may use it too. */
+	bool checked = ts_unlock_checks || ((uint32_t)upper << 16 & TS_SHARED);
 	uint32_t word;
 
-	if (!((uint32_t)upper << 16 & (TS_WAKE_HEAD | TS_WAKE_NEXT)) && !ts_unlock_checks) {
+	if (!((uint32_t)upper << 16 & (TS_WAKE_HEAD | TS_WAKE_NEXT)) && !checked) {
 		/*
 		 * Only TICKET_STATS's TS_UNLOCK_DUE sent us here: release as the
 		 * fast path does, without reading the lock byte either
@@ -417,7 +475,7 @@ bool ts_unlock_slow(ts_word_t *lock, uint16_t upper)
 	else
 		release(lock, word);
 	if (word & TS_UNLOCK_DUE)
-		ts_stats_after_unlock(lock, true);
+		ts_stats_after_unlock(lock, checked);
 	return true;
 }
 
@@ -490,9 +548,11 @@ uint32_t ts_head_bypassed(const void *lock)
 static bool take_as_head(struct waiter *w, uint8_t ticket, uint32_t *word)
 {
 	uint32_t behind = ts_tickets_between(ticket, ts_next(*word)) - 1u;
-	uint32_t taken = with_head(*word, ticket + 1u) &
-	                 ~(TS_WATCHING | TS_BYPASS_MASK | TS_WAKE_HEAD); /* ours: we run */
+	uint32_t taken = with_head(*word, ticket + 1u) & ~(TS_WATCHING | TS_BYPASS_MASK);
 
+	/* Ours, we run; but on a converted word it may be a shared sleeper's (I5). */
+	if (!(*word & TS_SHARED))
+		taken &= ~TS_WAKE_HEAD;
 	taken = (taken & ~TS_LOCK_BYTE) | TS_LOCKED;
 	if (behind == 0)
 		taken &= ~(TS_HEAD_FIELD | TS_NEXT_FIELD); /* the queue is empty: all zero again */
@@ -543,20 +603,47 @@ static bool escape(struct waiter *w, uint32_t *word)
 	return true;
 }
 
+/*
+ * A sleep of ours on @w's private word ran out though a release served its
+ * wake-up, in another process (parking.c, "Served elsewhere"): the lock is
+ * shared between processes without having been initialised so (POSIX
+ * leaves that undefined; glibc's lock serves it, and a real program does
+ * it: libfabric's shared-memory provider).  This process's table cannot
+ * wake the other's sleepers, nor theirs ours: every contended hand-over
+ * would cost a sleeper its nap.  So the word becomes a shared one, for
+ * every process at once (its waiters then sleep on the word itself: "Shared
+ * words" above); the tickets drawn drain.  Counted, and said with
+ * TICKET_VERBOSE.
+ */
+static void become_shared(struct waiter *w)
+{
+	uint32_t was = __atomic_fetch_or(w->lock, TS_SHARED, __ATOMIC_RELAXED);
+
+	if (was & TS_SHARED)
+		return;
+	__atomic_fetch_add(&ts_locks_made_shared, 1, __ATOMIC_RELAXED);
+	if (w->cfg->verbose)
+		ts_log("lock %p (process-private) is served by another process: made process-shared "
+		       "(word 0x%08x)", (void *)w->lock, was | TS_SHARED);
+}
+
 /* Sleep, or yield, as TICKET_WAIT says; how a sleep ended (SKIPPED: none). */
 static enum ts_sleep give_way(struct waiter *w, uint8_t ticket, bool as_head)
 {
 	enum ts_sleep how;
+	bool elsewhere = false;
 
 	if (w->cfg->wait != TS_WAIT_PARK) {
 		sched_yield();
 		w->st.yields++;
 		return TS_SLEEP_SKIPPED;
 	}
-	how = as_head ? ts_sleep_as_head(w->lock, w->hash, ticket, w->nap_ns)
-	              : ts_sleep_in_queue(w->lock, w->hash, ticket, w->nap_ns);
+	how = as_head ? ts_sleep_as_head(w->lock, w->hash, ticket, w->nap_ns, &elsewhere)
+	              : ts_sleep_in_queue(w->lock, w->hash, ticket, w->nap_ns, &elsewhere);
 	if (how == TS_SLEEP_SKIPPED)
 		return how;
+	if (elsewhere)
+		become_shared(w);
 	w->st.parks++;
 	w->nap_ns = ts_nap_after(w->nap_ns, how);
 	return how;
@@ -770,7 +857,8 @@ static void wait_outside(struct waiter *w, uint32_t *word)
 	uint64_t spun = 0;
 	uint64_t nap_ns = ts_nap_first_ns;
 
-	while (ts_queued(*word) >= queue_capacity(cfg) && !may_steal(cfg, *word)) {
+	while (ts_queued(*word) >= queue_capacity(cfg) && !may_steal(cfg, *word) &&
+	       !(*word & TS_SHARED)) {
 		if (spun >= cfg->spin_budget) {
 			ts_stall_check(&w->stall, cfg, w->lock, w->caller, 0, *word, true, ts_now_ns());
 			if (cfg->wait == TS_WAIT_PARK) {
@@ -970,6 +1058,115 @@ static bool rest(const struct ts_config *cfg, ts_word_t *lock, uint32_t hash)
 }
 
 /*
+ * Shared words (ticket_lock.h; the top of this file): waits as for a
+ * test-and-set lock, starting from @word, until it takes the lock.  Looks
+ * with an exponential backoff, from one pause to TS_SHARED_BACKOFF_MAX
+ * between two looks, and takes the lock with a compare-and-swap as soon as
+ * it sees it free.  After a spin budget without taking it: rests, once per
+ * acquisition, if it lost the lock to another (in that budget it saw the
+ * lock free and someone else took it, or its sleep was ended by a release
+ * and the lock was held again at its first look: the lock is saturated by
+ * short critical sections); otherwise sleeps on the word
+ * (TICKET_WAIT=park), announced by TS_SHARED_SLEEPERS, or yields (yield);
+ * then spins a budget again.  A thread that has slept takes the lock with
+ * the bit set (I5).
+ *
+ * The rest is the queue's (step 4: rest(), the same alternation and skips,
+ * TICKET_REST_US), for the same reason: two threads contending for a
+ * saturated lock move its line at every look and every hand-over, where one
+ * of them alone runs with it in its cache; a rest holds nothing, and no one
+ * wakes it (doc/benchmarks.md, 7 December 2026, has the figures with and
+ * without it).  Only after a lost race: a waiter that saw the lock held at
+ * every look may wait for one long critical section (or a holder off its
+ * CPU), and is better woken at its release than back after a rest; if the
+ * lock is held again when that wake-up comes, it was not.
+ */
+static void wait_shared(struct waiter *w, uint32_t word)
+{
+	const struct ts_config *cfg = w->cfg;
+	bool slept = false;
+	bool rest_decided = false; /* once per acquisition, as in the queue */
+	bool lost = false;         /* in this budget, someone took the lock we saw free */
+	uint64_t spun = 0;         /* pauses since the last sleep or yield */
+	uint32_t backoff = 1;      /* pauses before the next look */
+
+	for (;;) {
+		if (!ts_is_held(word)) {
+			uint32_t taken = (word & ~TS_LOCK_BYTE) | TS_LOCKED |
+			                 (slept ? TS_SHARED_SLEEPERS : 0u);
+
+			/* ACQUIRE pairs with the RELEASE store in ts_unlock(). */
+			if (__atomic_compare_exchange_n(w->lock, &word, taken, false, __ATOMIC_ACQUIRE,
+			                                __ATOMIC_RELAXED))
+				return;
+			lost |= ts_is_held(word);
+			continue;
+		}
+		if (spun >= cfg->spin_budget) {
+			ts_stall_check(&w->stall, cfg, w->lock, w->caller, 0, word, false, ts_now_ns());
+			if (lost && !rest_decided && cfg->rest_us != 0 && cfg->wait != TS_WAIT_SPIN) {
+				rest_decided = true;
+				if (rest_is_due(cfg, w->lock, w->hash)) {
+					if (rest(cfg, w->lock, w->hash)) {
+						w->st.rests = 1;
+						spun = 0;
+						backoff = 1;
+						lost = false;
+						word = __atomic_load_n(w->lock, __ATOMIC_RELAXED);
+						continue;
+					}
+					w->st.skips = 1;
+				}
+			}
+			lost = false;
+			if (cfg->wait == TS_WAIT_YIELD) {
+				sched_yield();
+				w->st.yields++;
+			} else if (cfg->wait == TS_WAIT_PARK) {
+				uint32_t announced = word | TS_SHARED_SLEEPERS;
+				enum ts_sleep how;
+
+				/*
+				 * SEQ_CST: before the unlock's loads, or its byte
+				 * store changes the word the sleep expects.  A
+				 * failure reloads the word: look again.
+				 */
+				if (announced != word &&
+				    !__atomic_compare_exchange_n(w->lock, &word, announced, false,
+				                                 __ATOMIC_SEQ_CST, __ATOMIC_RELAXED))
+					continue;
+				how = ts_sleep_shared(w->lock, announced, w->nap_ns);
+				w->st.parks++;
+				w->nap_ns = ts_nap_after(w->nap_ns, how);
+				slept = true;
+				word = __atomic_load_n(w->lock, __ATOMIC_RELAXED);
+				/*
+				 * Woken at a release, and the lock is held again: lost
+				 * to another, the lock is saturated.  Decide at once.
+				 */
+				if (how == TS_SLEEP_WOKEN && ts_is_held(word)) {
+					lost = true;
+					spun = cfg->spin_budget;
+					continue;
+				}
+			} else {
+				word = __atomic_load_n(w->lock, __ATOMIC_RELAXED);
+			}
+			spun = 0;
+			backoff = 1;
+			continue;
+		}
+		ts_pause_for(backoff);
+		spun += backoff;
+		if (backoff < TS_SHARED_BACKOFF_MAX)
+			backoff *= 2;
+		/* Relaxed: ownership is taken only by an ACQUIRE compare-and-swap. */
+		word = __atomic_load_n(w->lock, __ATOMIC_RELAXED);
+		w->st.polls++;
+	}
+}
+
+/*
  * TICKET_STATS: a doze before queueing and a rest are part of the wait,
  * which begins at the first of them (@*timed: it has begun).
  */
@@ -1023,6 +1220,7 @@ static __attribute__((noinline)) void lock_queued(ts_word_t *lock, uint32_t word
 	bool wait_timed = false;   /* TICKET_STATS: the wait began at a doze or the rest */
 	uint8_t ticket = 0;
 	ts_word_t *before;
+	bool noted;                /* in the fork table (a ticket may be drawn) */
 	bool lined_up;             /* waited in the active set's line (step 8) */
 	uint64_t traced_since = 0; /* the wait's start, read only while acquired is traced */
 
@@ -1043,8 +1241,16 @@ static __attribute__((noinline)) void lock_queued(ts_word_t *lock, uint32_t word
 	lined_up = ts_active_admit(cfg, hash, word);
 	if (lined_up)
 		word = __atomic_load_n(lock, __ATOMIC_RELAXED);
-	before = ts_fork_queued(lock);
+	/* A shared word's waiter draws no ticket: nothing for a child to repair. */
+	noted = !(word & TS_SHARED);
+	before = noted ? ts_fork_queued(lock) : NULL;
 	for (;;) {
+		if (word & TS_SHARED) {
+			/* Shared, or made so since we looked (become_shared()). */
+			stats_wait_begins_outside(&w, &wait_timed);
+			wait_shared(&w, word);
+			break;
+		}
 		if (try_steal(cfg, lock, &word))
 			break;
 		if (dozes < TS_DOZES_MAX && doze_pays(cfg, word, rested, hash)) {
@@ -1094,7 +1300,8 @@ static __attribute__((noinline)) void lock_queued(ts_word_t *lock, uint32_t word
 	if (TS_PROBE_ENABLED(acquired))
 		TS_PROBE3(acquired, lock, traced_since != 0 ? ts_now_ns() - traced_since : 0,
 		          (int)how);
-	ts_fork_queued_done(before);
+	if (noted)
+		ts_fork_queued_done(before);
 	turn_starts_over(); /* we waited: the next turn is timed afresh */
 	if (w.tune) {
 		w.entry->delay = w.delay;
@@ -1126,7 +1333,7 @@ static __attribute__((noinline)) void lock_queued(ts_word_t *lock, uint32_t word
 static bool keep_or_give_back(const struct ts_config *cfg, ts_word_t *lock, uint32_t *word,
                               bool may_keep)
 {
-	uint32_t seen = __atomic_load_n(lock, __ATOMIC_RELAXED);
+	uint32_t seen = *word;
 
 	for (;;) {
 		uint32_t as_free = seen & ~TS_LOCK_BYTE;
@@ -1176,17 +1383,27 @@ int ts_lock_slow(ts_word_t *lock, uint8_t was, const void *caller)
 		word = __atomic_load_n(lock, __ATOMIC_RELAXED);
 		(void)ts_misuse_suspect_word(lock, (word & ~TS_LOCK_BYTE) | was, ts_next(word), caller);
 	}
-	/* With the active set off (the default) not even a load: the holder's bursts come here. */
-	outsider = __builtin_expect(cfg->active != 0, 0) &&
-	           ts_active_outsider(cfg, lock, __atomic_load_n(lock, __ATOMIC_RELAXED));
-	if (!(was & TS_LOCKED)) {
-		if (keep_or_give_back(cfg, lock, &word, !outsider)) {
+	/*
+	 * A shared word has no queue to decide about: a free byte our exchange
+	 * took is ours (tickets there are a converted word's, draining), a held
+	 * one is waited for as a test-and-set lock.
+	 */
+	word = __atomic_load_n(lock, __ATOMIC_RELAXED);
+	if (word & TS_SHARED) {
+		if (!(was & TS_LOCKED)) {
 			if (__builtin_expect(cfg->stats != NULL, 0))
 				stats_record_steal(lock, caller, false, word);
 			return 0;
 		}
-	} else {
-		word = __atomic_load_n(lock, __ATOMIC_RELAXED);
+		lock_queued(lock, word, caller, false);
+		return 0;
+	}
+	/* With the active set off (the default) not even a call: the holder's bursts come here. */
+	outsider = __builtin_expect(cfg->active != 0, 0) && ts_active_outsider(cfg, lock, word);
+	if (!(was & TS_LOCKED) && keep_or_give_back(cfg, lock, &word, !outsider)) {
+		if (__builtin_expect(cfg->stats != NULL, 0))
+			stats_record_steal(lock, caller, false, word);
+		return 0;
 	}
 	if (__builtin_expect(turn.yield_due, 0))
 		yielded = turn_end(cfg, lock, &word);

@@ -46,6 +46,26 @@
 #define TS_REST_SKIPS_MAX 255u
 
 /*
+ * A waiter of a shared word pauses at most this many times between two
+ * looks at it (slowpath.c, wait_shared(): exponential backoff from one).
+ * The backoff grows only while the lock is seen held, so the cap matters
+ * on a saturated lock, where each look moves the line from the holder and
+ * each look that finds it free hands the lock over: the longer the gaps,
+ * the longer one thread runs with the line in its cache.  64, 256 and 1024
+ * were measured (doc/benchmarks.md, 7 December 2026): 1024 was fastest
+ * with short critical sections, and as fast with longer ones.
+ */
+#ifndef TS_SHARED_BACKOFF_MAX
+#define TS_SHARED_BACKOFF_MAX 1024u
+#endif
+
+/*
+ * Private locks made shared since the start, because a release in another
+ * process served a sleeper of this one (slowpath.c, become_shared()).
+ */
+extern uint64_t ts_locks_made_shared;
+
+/*
  * The acquisitions before ours, holder included, as the seeds' backoff
  * counts them (README, TICKET_DELAY), seeing @word from @pos tickets behind
  * the head (0: we are the head): behind the head, @pos + 1; at the head of

@@ -50,6 +50,8 @@ void ts_stall_check(struct ts_stall_watch *watch, const struct ts_config *cfg,
 	if (outside)
 		snprintf(queue, sizeof(queue), "outside a full line (%u tickets in line, word 0x%08x)",
 		         ts_queued(word), word);
+	else if (word & TS_SHARED)
+		snprintf(queue, sizeof(queue), "process-shared, no queue (word 0x%08x)", word);
 	else
 		snprintf(queue, sizeof(queue), "%u ticket%s ahead (word 0x%08x)", ahead,
 		         ahead == 1 ? "" : "s", word);

@@ -31,7 +31,8 @@ struct ts_stall_watch {
 
 /*
  * Called while a wait for @lock (from @caller, with @ahead tickets ahead of
- * ours, or 0 for a thread waiting outside the line, @word as last read) has
+ * ours, or 0 for a thread waiting outside the line or on a shared word,
+ * which has no queue; @word as last read) has
  * not moved, at @now_ns (ts_now_ns(), which the caller has read anyway):
  * starts the watch, or reports once the wait has lasted longer than
  * cfg->stall_ms.

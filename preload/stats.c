@@ -756,12 +756,11 @@ void ts_stats_after_unlock(const void *lock, bool checked)
 			return;
 	}
 	/*
-	 * TICKET_CHECK_UNLOCK marks every lock at its init: only those seen
-	 * contended are counted, or the tables would fill with the locks a
-	 * program never contends.
+	 * TICKET_CHECK_UNLOCK marks every lock at its init, and so does a
+	 * process-shared init: only those seen contended are counted, or the
+	 * tables would fill with the locks a program never contends.
 	 */
-	if (__builtin_expect(checked, 0) && ts_config()->check_unlock &&
-	    !seen_contended(ts_lock_hash(lock)))
+	if (__builtin_expect(checked, 0) && !seen_contended(ts_lock_hash(lock)))
 		return;
 	if (steal.lock == (uintptr_t)lock) {
 		count_steal(true); /* and the release, with one lookup */

@@ -3,7 +3,8 @@
  *
  * The lock is the caller's own 4-byte pthread_spinlock_t, used in place: a
  * lock byte, which says who holds the lock, and a ticket queue of the threads
- * waiting for it, which says in which order they get it.
+ * waiting for it, which says in which order they get it (but on a shared
+ * word, below, which has no queue).
  *
  *   bits  0..7   lock byte: held when TS_LOCKED (bit 4) is set, and nothing
  *                else is ever set in it by us but TS_REST_MARK (bit 1) in a
@@ -21,7 +22,9 @@
  *   bit  15      TS_SLEEPERS: a waiter in the queue may be asleep.
  *   bits 16..21  head: the ticket at the front of the queue.
  *   bit  22      TS_WAKE_HEAD: the head of the queue sleeps and wants the
- *                next unlock to wake it.
+ *                next unlock to wake it.  On a shared word,
+ *                TS_SHARED_SLEEPERS: a thread may sleep on the word, and
+ *                the next unlock wakes one.
  *   bit  23      TS_UNLOCK_DUE: every unlock of this lock comes out of
  *                line: TICKET_STATS counts its releases (and the holder's
  *                unlock folds its record), TICKET_CHECK_UNLOCK checks that
@@ -32,8 +35,9 @@
  *   bits 24..29  next: the next ticket to hand out.
  *   bit  30      TS_WAKE_NEXT: the waiter that has just become the head may
  *                sleep: the holder's unlock wakes it.
- *   bit  31      TS_SHARED: initialised PTHREAD_PROCESS_SHARED (waiters then
- *                sleep on the word itself, and no one steals; parking.c).
+ *   bit  31      TS_SHARED: a process-shared word (below): initialised
+ *                PTHREAD_PROCESS_SHARED, or a private lock seen served by
+ *                another process (slowpath.c, "Shared words").
  *
  * The three requests to the unlock (TS_WAKE_HEAD, TS_WAKE_NEXT, TS_UNLOCK_DUE)
  * live outside the lock byte because the lock's exchange overwrites it whole.
@@ -46,6 +50,22 @@
  *
  * Everything but the lock byte changes only by atomic read-modify-writes, so
  * the unlock's byte store cannot lose an update to it.
+ *
+ * Shared words (TS_SHARED) have no queue: a test-and-set lock on the lock
+ * byte, whose waiters hold nothing in the word that another process must
+ * serve, so that a process that exits, is killed, execs or is stopped while
+ * one of its threads waits holds up no one.  Their only bits besides the
+ * lock byte and TS_SHARED are TS_UNLOCK_DUE and TS_SHARED_SLEEPERS (the bit
+ * of TS_WAKE_HEAD): a waiter may sleep on the word, and the next unlock goes
+ * out of line to wake one sleeper (Drepper's "Futexes are tricky", mutex 2).
+ * A woken thread takes the lock keeping the bit, so a stale bit costs one
+ * wake-up of no one, never a sleeper left asleep.  The fast paths serve
+ * them unchanged: the exchange takes a free byte (no tickets), the unlock
+ * stores the byte unless a request is set.  A private lock converted to a
+ * shared word may still have tickets, which drain: their waiters keep their
+ * turn and sleep on the word (parking.c), and no new ticket is drawn.  No
+ * order is kept on a shared word; its waiters' only bounds are their
+ * sleeps' (parking.h) and one rest per acquisition (slowpath.c).
  *
  * The protocol (slowpath.c has the details and the reasons):
  *  - Free is "TS_LOCKED clear".  A thread takes the lock by setting the
@@ -108,6 +128,12 @@
  *     waiter behind it, which then wakes that waiter (TS_WAKE_NEXT), and by
  *     an escape that leaves only the head (woken by the TS_WAKE_NEXT or
  *     TS_WAKE_HEAD that made or keeps it so).
+ *  I5 on a shared word, TS_SHARED_SLEEPERS is set before any thread sleeps
+ *     on it (in the value the sleep expects), and cleared only by a release
+ *     (the unlock's slow path, a give-back), which then wakes one sleeper.
+ *     A thread that has slept takes the lock with the bit set.  TS_SHARED is
+ *     never cleared but by pthread_spin_init().  No ticket is drawn on a
+ *     shared word.
  *
  * Assumptions (the code relies on them silently):
  *  - x86-64: little-endian, total store order, and coherent mixed-size
@@ -152,6 +178,8 @@ typedef uint16_t __attribute__((may_alias)) ts_half_t;
 #define TS_HEAD_FIELD   (TS_TICKET_MASK << TS_HEAD_SHIFT)
 #define TS_NEXT_FIELD   (TS_TICKET_MASK << TS_NEXT_SHIFT)
 #define TS_SHARED       (1u << 31)
+/* Shared words: a thread may sleep on the word; the unlock wakes one (I5). */
+#define TS_SHARED_SLEEPERS TS_WAKE_HEAD
 /* The ticket fields as the upper half of the word shows them (the lock's load). */
 #define TS_UPPER_TICKETS ((TS_HEAD_FIELD | TS_NEXT_FIELD) >> 16)
 /* Most tickets in the queue at once: one fewer than the ticket space, so a

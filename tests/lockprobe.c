@@ -6,19 +6,20 @@
  *   lockprobe hammer THREADS LOCKS N [HOLD_NS]
  *                                      mutual exclusion, lock and trylock mixed;
  *                                      HOLD_NS: time spent inside each time
- *   lockprobe fifo WAITERS [ROUNDS [LINGER_US [shared]]]
- *                                      grant order of waiters queued in order;
- *                                      "shared": the lock is initialised
- *                                      PTHREAD_PROCESS_SHARED
+ *   lockprobe fifo WAITERS [ROUNDS [LINGER_US]]
+ *                                      grant order of waiters queued in order
  *   lockprobe wrap THREADS N [HOLD_NS] N acquisitions each (and, with more
  *                                      than one thread, one each queued first),
  *                                      the queue's head starting two tickets
  *                                      before the 7-bit ticket space wraps;
  *                                      prints how many holders saw the queue
  *                                      span the wrap ("spans N") and the word
- *   lockprobe progress THREADS MS      THREADS threads take the lock over and
+ *   lockprobe progress THREADS MS [shared]
+ *                                      THREADS threads take the lock over and
  *                                      over for MS milliseconds; prints each
- *                                      one's count; fails if one never got it
+ *                                      one's count; fails if one never got it;
+ *                                      "shared": the lock is initialised
+ *                                      PTHREAD_PROCESS_SHARED
  *   lockprobe full CAPACITY            a thread locks a held lock whose queue
  *                                      holds CAPACITY tickets (the word set by
  *                                      hand): it must wait outside, drawing no
@@ -188,7 +189,7 @@ static void *fifo_thread(void *arg)
  * after another, then lingers (so that waiters may park) and unlocks.  The
  * grant order must be the drawing order.
  */
-static int fifo(int waiters, int rounds, long linger_us, int pshared)
+static int fifo(int waiters, int rounds, long linger_us)
 {
 	pthread_t tids[64];
 	int ok = 1;
@@ -197,7 +198,7 @@ static int fifo(int waiters, int rounds, long linger_us, int pshared)
 		return 2;
 	for (int round = 0; round < rounds && ok; round++) {
 		granted = 0;
-		pthread_spin_init(&fifo_lock, pshared);
+		pthread_spin_init(&fifo_lock, PTHREAD_PROCESS_PRIVATE);
 		pthread_spin_lock(&fifo_lock);
 		for (int i = 0; i < waiters; i++) {
 			pthread_create(&tids[i], NULL, fifo_thread, (void *)(uintptr_t)i);
@@ -393,14 +394,14 @@ static void *progress_timer(void *arg)
  * promise checked: every thread gets the lock (a count above 0), whatever
  * the others do; the counts are printed, no ratio is asserted.
  */
-static int progress(int threads, long ms)
+static int progress(int threads, long ms, int pshared)
 {
 	pthread_t timer;
 	long min = -1, max = 0, total = 0;
 
 	if (threads < 1 || threads > 64 || ms < 1)
 		return 2;
-	pthread_spin_init(&progress_lock, PTHREAD_PROCESS_PRIVATE);
+	pthread_spin_init(&progress_lock, pshared);
 	pthread_create(&timer, NULL, progress_timer, (void *)(intptr_t)ms);
 	if (run_threads(threads, progress_thread) != 0)
 		return 1;
@@ -480,10 +481,8 @@ int main(int argc, char **argv)
 		hold_ns = argc == 6 ? atol(argv[5]) : 0;
 		return hammer(atoi(argv[2]), atoi(argv[3]), atol(argv[4]));
 	}
-	if (strcmp(argv[1], "fifo") == 0 && argc >= 3 && argc <= 6)
-		return fifo(atoi(argv[2]), argc > 3 ? atoi(argv[3]) : 1, argc > 4 ? atol(argv[4]) : 0,
-		            argc > 5 && strcmp(argv[5], "shared") == 0 ? PTHREAD_PROCESS_SHARED
-		                                                       : PTHREAD_PROCESS_PRIVATE);
+	if (strcmp(argv[1], "fifo") == 0 && argc >= 3 && argc <= 5)
+		return fifo(atoi(argv[2]), argc > 3 ? atoi(argv[3]) : 1, argc > 4 ? atol(argv[4]) : 0);
 	if (strcmp(argv[1], "wrap") == 0 && (argc == 4 || argc == 5)) {
 		hold_ns = argc == 5 ? atol(argv[4]) : 0;
 		return wrap(atoi(argv[2]), atol(argv[3]));
@@ -492,8 +491,10 @@ int main(int argc, char **argv)
 		return full((unsigned)atoi(argv[2]));
 	if (strcmp(argv[1], "hold") == 0 && argc == 4)
 		return hold(atoi(argv[2]), atol(argv[3]));
-	if (strcmp(argv[1], "progress") == 0 && argc == 4)
-		return progress(atoi(argv[2]), atol(argv[3]));
+	if (strcmp(argv[1], "progress") == 0 && (argc == 4 || argc == 5))
+		return progress(atoi(argv[2]), atol(argv[3]),
+		                argc == 5 && strcmp(argv[4], "shared") == 0 ? PTHREAD_PROCESS_SHARED
+		                                                            : PTHREAD_PROCESS_PRIVATE);
 	fprintf(stderr, "lockprobe: bad arguments\n");
 	return 2;
 }

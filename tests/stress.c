@@ -8,11 +8,16 @@
  * short pause loops, sometimes a yield, rarely a sleep (so that waiters under
  * TICKET_WAIT=park really park).
  *
- *   stress [-p PROCS] [-t THREADS] [-n ITERATIONS] [-l LOCKS] [-w SECONDS] [-s SEED]
+ *   stress [-p PROCS [-x]] [-t THREADS] [-n ITERATIONS] [-l LOCKS] [-w SECONDS] [-s SEED]
  *   stress -P [-p PROCS] [-t THREADS] [-w SECONDS]
  *
  * With -p, PROCS processes (fork) of THREADS threads each share the locks in a
- * MAP_SHARED mapping (pthread_spin_init(..., PTHREAD_PROCESS_SHARED)).
+ * MAP_SHARED mapping (pthread_spin_init(..., PTHREAD_PROCESS_SHARED)); with
+ * -x too, the locks are initialised PTHREAD_PROCESS_PRIVATE all the same, as
+ * a real program did (issue 40, item 8: libfabric's shared-memory provider).
+ * The core build then prints every process's sleeps, woken and timed out,
+ * and the locks made shared (slowpath.c, become_shared()): with -N, a sleep
+ * that timed out is a wake-up that did not reach its process.
  * With -P (park check): the parent takes lock 0, the children's threads queue
  * for it, and the parent waits until, in every child, a waiter is asleep in
  * futex(2) on the lock word (read from /proc/PID/task/TID/syscall); then it
@@ -20,7 +25,9 @@
  * must get the lock, N times, within the watchdog: no lost wake-up.  Run it
  * with TICKET_WAIT=park TICKET_SPIN=1 TICKET_QUEUE=0.  The core build
  * takes -N MS (every nap MS long) and prints the children's sleeps that were
- * woken and that timed out (parking.c's counts).
+ * woken and that timed out (parking.c's counts).  With -x the lock is
+ * private, and its waiters sleep in their own process's table: a waiter
+ * counts as asleep in futex(2) anywhere but in its main thread.
  *
  * The watchdog (-w, default 60 s) turns a hang into a report: the lock words
  * and the progress so far on stderr, exit status 3.
@@ -55,6 +62,7 @@
 
 #ifdef STRESS_CORE
 #include "parking.h"
+#include "slowpath.h"
 #include "ticket_lock.h"
 typedef ts_word_t stress_lock_t;
 #define PROVIDER "core (ts_lock linked in)"
@@ -105,11 +113,12 @@ struct shared {
 	uint64_t violations;
 	int go;                                 /* start line for the -P children */
 	uint64_t woken, timed_out;              /* the children's sleeps (core build) */
+	uint64_t made_shared;                   /* the children's ts_locks_made_shared */
 	int started;                            /* start line for the workers */
 };
 
 static struct shared *sh;
-static int nprocs = 1, nthreads = 4, nlocks = 1;
+static int nprocs = 1, nthreads = 4, nlocks = 1, private_across = 0;
 static long iterations = 100000;
 static unsigned seed0 = 1;
 static pid_t children[MAX_PROCS];
@@ -318,6 +327,8 @@ static int run_all(void *(*body)(void *))
 				ts_sleep_counts(&counts);
 				__atomic_fetch_add(&sh->woken, counts.woken, __ATOMIC_RELAXED);
 				__atomic_fetch_add(&sh->timed_out, counts.timed_out, __ATOMIC_RELAXED);
+				__atomic_fetch_add(&sh->made_shared, ts_locks_made_shared,
+				                   __ATOMIC_RELAXED);
 			}
 #endif
 			_exit(status);
@@ -370,6 +381,8 @@ static void *park_waiter(void *arg)
 /*
  * Threads of @pid asleep in futex(2) on @uaddr: /proc/PID/task/TID/syscall
  * reads "202 0xUADDR ..." (SYS_futex, then its arguments) while blocked there.
+ * With @uaddr NULL, in futex(2) anywhere but the main thread (which joins):
+ * the sleepers of a private lock, in their process's own table (-x).
  * -1 when that file cannot be read (no permission, no such kernel support).
  */
 static int parked_threads(pid_t pid, const void *uaddr)
@@ -399,7 +412,9 @@ static int parked_threads(pid_t pid, const void *uaddr)
 			break;
 		}
 		if (fgets(buf, sizeof(buf), f) != NULL && sscanf(buf, "%lu %lx", &nr, &addr) == 2 &&
-		    nr == SYS_futex && addr == (unsigned long)(uintptr_t)uaddr)
+		    nr == SYS_futex &&
+		    (uaddr != NULL ? addr == (unsigned long)(uintptr_t)uaddr
+		                   : atoi(e->d_name) != (int)pid))
 			sleeping++;
 		fclose(f);
 	}
@@ -409,13 +424,13 @@ static int parked_threads(pid_t pid, const void *uaddr)
 
 static int park_check(void)
 {
-	void *uaddr = (void *)&sh->locks[0].lock;
+	void *uaddr = private_across ? NULL : (void *)&sh->locks[0].lock;
 	double start, parked_at, end;
 	int all_parked = 0, unobservable = 0;
 	char counts[256] = "";
 	size_t used = 0;
 
-	s_init(&sh->locks[0].lock, PTHREAD_PROCESS_SHARED);
+	s_init(&sh->locks[0].lock, private_across ? PTHREAD_PROCESS_PRIVATE : PTHREAD_PROCESS_SHARED);
 	/* fork first: the children wait for "go"; a child does not inherit our hold */
 	if (run_all(park_waiter) != 0)
 		return 1;
@@ -448,9 +463,10 @@ static int park_check(void)
 	       "all-done=%.3f s after the unlock\n",
 	       nprocs, nthreads, counts, parked_at - start, end - parked_at);
 #ifdef STRESS_CORE
-	printf("children's sleeps: woken=%llu timed_out=%llu\n",
+	printf("children's sleeps: woken=%llu timed_out=%llu; locks made shared=%llu\n",
 	       (unsigned long long)__atomic_load_n(&sh->woken, __ATOMIC_RELAXED),
-	       (unsigned long long)__atomic_load_n(&sh->timed_out, __ATOMIC_RELAXED));
+	       (unsigned long long)__atomic_load_n(&sh->timed_out, __ATOMIC_RELAXED),
+	       (unsigned long long)__atomic_load_n(&sh->made_shared, __ATOMIC_RELAXED));
 #endif
 	if (unobservable) {
 		fprintf(stderr, "stress: cannot read /proc/PID/task/TID/syscall: parking not checked\n");
@@ -466,7 +482,7 @@ static int park_check(void)
 
 static int usage(void)
 {
-	fprintf(stderr, "usage: stress [-p PROCS] [-t THREADS] [-n ITERATIONS] [-l LOCKS] "
+	fprintf(stderr, "usage: stress [-p PROCS [-x]] [-t THREADS] [-n ITERATIONS] [-l LOCKS] "
 	                "[-w SECONDS] [-s SEED] | stress -P [-p PROCS] [-t THREADS] [-n N]\n");
 	return 2;
 }
@@ -478,7 +494,7 @@ int main(int argc, char **argv)
 	double start;
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
-	while ((opt = getopt(argc, argv, "p:t:n:l:w:s:PN:")) != -1) {
+	while ((opt = getopt(argc, argv, "p:t:n:l:w:s:PN:x")) != -1) {
 		switch (opt) {
 		case 'p': nprocs = atoi(optarg); break;
 		case 't': nthreads = atoi(optarg); break;
@@ -487,6 +503,7 @@ int main(int argc, char **argv)
 		case 'w': timeout = atoi(optarg); break;
 		case 's': seed0 = (unsigned)strtoul(optarg, NULL, 10); break;
 		case 'P': park = 1; break;
+		case 'x': private_across = 1; break;
 #ifdef STRESS_CORE
 		case 'N': /* every nap this long: a timed-out sleep is then a missed wake-up */
 			ts_nap_first_ns = ts_nap_max_ns = strtoull(optarg, NULL, 10) * 1000000ull;
@@ -507,8 +524,8 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	for (int i = 0; i < nlocks; i++)
-		s_init(&sh->locks[i].lock, nprocs > 1 ? PTHREAD_PROCESS_SHARED
-		                                      : PTHREAD_PROCESS_PRIVATE);
+		s_init(&sh->locks[i].lock, nprocs > 1 && !private_across ? PTHREAD_PROCESS_SHARED
+		                                                         : PTHREAD_PROCESS_PRIVATE);
 	signal(SIGALRM, watchdog);
 	alarm((unsigned)timeout);
 	start = now_seconds();
@@ -540,6 +557,13 @@ int main(int argc, char **argv)
 	       nprocs, nthreads, nlocks, iterations, (unsigned long long)total,
 	       (unsigned long long)expected, (unsigned long long)sh->trylocks,
 	       (unsigned long long)sh->violations, now_seconds() - start);
+#ifdef STRESS_CORE
+	if (!park && nprocs > 1)
+		printf("sleeps in every process: woken=%llu timed_out=%llu; locks made shared=%llu\n",
+		       (unsigned long long)__atomic_load_n(&sh->woken, __ATOMIC_RELAXED),
+		       (unsigned long long)__atomic_load_n(&sh->timed_out, __ATOMIC_RELAXED),
+		       (unsigned long long)__atomic_load_n(&sh->made_shared, __ATOMIC_RELAXED));
+#endif
 	if (total != expected || sh->violations != 0)
 		failed = 1;
 	return failed;

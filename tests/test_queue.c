@@ -1,8 +1,8 @@
 /*
  * The queue's promises, through the core linked in, on words set up by hand
  * (test_bypass.c has the bound on stealing and strict FIFO): a head that
- * does not watch is passed without counting; a process-shared lock is never
- * stolen; and a waiter that is not running (a phantom ticket at the head: no
+ * does not watch is passed without counting; a process-shared lock draws
+ * no ticket; and a waiter that is not running (a phantom ticket at the head: no
  * thread holds it) does not keep the running ones out: the last in the queue
  * gives its ticket back and takes the lock (escape), in every waiting
  * policy, and threads that keep coming all progress.  Each test sets its
@@ -16,6 +16,7 @@
 #include <time.h>
 
 #include "options.h"
+#include "parking.h"
 #include "ticket_lock.h"
 
 static ts_word_t lock_word __attribute__((aligned(64)));
@@ -26,11 +27,14 @@ static uint32_t word(void)
 }
 
 /* A queue of one phantom ticket (@head), the lock free; @flags: TS_WATCHING, bypass. */
+static uint32_t phantom_word(uint8_t head, uint32_t flags)
+{
+	return (uint32_t)head << TS_HEAD_SHIFT | (uint32_t)(head + 1) << TS_NEXT_SHIFT | flags;
+}
+
 static void phantom_head(uint8_t head, uint32_t flags)
 {
-	__atomic_store_n(&lock_word,
-	                 (uint32_t)head << TS_HEAD_SHIFT | (uint32_t)(head + 1) << TS_NEXT_SHIFT | flags,
-	                 __ATOMIC_RELEASE);
+	__atomic_store_n(&lock_word, phantom_word(head, flags), __ATOMIC_RELEASE);
 }
 
 /* A head that is not watching (asleep, or not yet looking) may be passed. */
@@ -54,37 +58,90 @@ static void *lock_once(void *arg)
 }
 
 /*
- * A process-shared lock is strict FIFO whatever TICKET_BYPASS says: a lock
- * of its free word past the phantom draws a ticket instead of keeping it,
- * and gets the lock once the phantom's turn is served (by us, as the
- * phantom would: a take that advances the head, and an unlock).  A trylock
- * takes the free lock all the same: it never waits, and POSIX lets it fail
- * only while the lock is held (issue 40).
+ * A process-shared lock has no queue (ticket_lock.h, "Shared words"): a
+ * waiter draws no ticket and leaves nothing in the word but
+ * TS_SHARED_SLEEPERS before it sleeps (TICKET_SPIN=1: at once), and takes
+ * the lock at our unlock keeping that bit, since it slept (I5); its own
+ * unlock clears it.  On a converted word whose tickets drain (here a
+ * phantom's, free), a locker and a trylock take the free lock and leave
+ * the tickets alone.
  */
-Test(queue, a_process_shared_lock_is_never_stolen, .timeout = 10)
+Test(queue, a_process_shared_lock_draws_no_ticket, .timeout = 10)
 {
 	pthread_t tid;
-	uint32_t seen = 0, w, taken;
+	uint32_t seen = 0;
 
-	phantom_head(10, TS_SHARED);
+	setenv("TICKET_SPIN", "1", 1);
+	setenv("TICKET_WAIT", "park", 1);
+	__atomic_store_n(&lock_word, TS_SHARED, __ATOMIC_RELEASE);
+	ts_lock(&lock_word, NULL);
+	cr_assert_eq(word(), TS_SHARED | TS_LOCKED, "%#x", word());
 	cr_assert_eq(pthread_create(&tid, NULL, lock_once, &seen), 0);
-	while (ts_queued(word()) < 2)
+	while (!(word() & TS_SHARED_SLEEPERS))
 		sched_yield();
-	cr_assert(!ts_is_held(word()), "a shared lock stolen: %#x", word());
-	w = word();
-	do {
-		taken = (w & ~(TS_HEAD_FIELD | TS_LOCK_BYTE)) | 11u << TS_HEAD_SHIFT | TS_LOCKED;
-	} while (!__atomic_compare_exchange_n(&lock_word, &w, taken, false, __ATOMIC_ACQUIRE,
-	                                      __ATOMIC_RELAXED));
+	cr_assert_eq(word(), TS_SHARED | TS_LOCKED | TS_SHARED_SLEEPERS,
+	             "a waiter left more than its announcement: %#x", word());
 	cr_assert(ts_unlock(&lock_word));
 	pthread_join(tid, NULL);
-	cr_assert(ts_is_held(seen), "%#x", seen);
-	cr_assert_eq(ts_queued(seen), 0, "the waiter took it at the head: %#x", seen);
-	cr_assert(seen & TS_SHARED, "%#x", seen);
+	cr_assert_eq(seen, TS_SHARED | TS_LOCKED | TS_SHARED_SLEEPERS,
+	             "the sleeper took the lock without keeping the bit: %#x", seen);
+	cr_assert_eq(word(), TS_SHARED, "its unlock left %#x", word());
+
 	phantom_head(10, TS_SHARED);
-	cr_assert(ts_trylock(&lock_word), "trylock failed on a free lock: %#x", word());
-	cr_assert_eq(ts_queued(word()), 1, "%#x", word());
+	ts_lock(&lock_word, NULL);
+	cr_assert_eq(word(), phantom_word(10, TS_SHARED) | TS_LOCKED, "%#x", word());
 	cr_assert(ts_unlock(&lock_word));
+	cr_assert(ts_trylock(&lock_word), "trylock failed on a free lock: %#x", word());
+	cr_assert_eq(word(), phantom_word(10, TS_SHARED) | TS_LOCKED, "%#x", word());
+	cr_assert(ts_unlock(&lock_word));
+	cr_assert_eq(word(), phantom_word(10, TS_SHARED), "%#x", word());
+}
+
+/*
+ * The rest on a shared word (slowpath.c, wait_shared()): a waiter that lost
+ * the lock to another rests TICKET_REST_US, holding nothing, once per
+ * acquisition.  We hold the lock; a waiter sleeps on the word
+ * (TICKET_SPIN=1), announced; we release it, which wakes the waiter, and
+ * take it back at once, before the woken waiter can look: it finds the lock
+ * held, lost to us, and rests (50 ms), while we release the lock for good.
+ * One rest in all, by it; we never wait.
+ */
+static uint32_t shared_seen;
+
+static void *shared_lock_once(void *arg)
+{
+	(void)arg;
+	ts_lock(&lock_word, NULL);
+	shared_seen = word();
+	cr_assert(ts_unlock(&lock_word));
+	return NULL;
+}
+
+Test(queue, a_shared_waiter_woken_to_a_lock_taken_again_rests, .timeout = 20)
+{
+	pthread_t tid;
+	struct ts_sleep_counts before, after;
+
+	setenv("TICKET_SPIN", "1", 1);
+	setenv("TICKET_WAIT", "park", 1);
+	setenv("TICKET_REST_US", "50000", 1);
+	__atomic_store_n(&lock_word, TS_SHARED, __ATOMIC_RELEASE);
+	ts_sleep_counts(&before);
+	ts_lock(&lock_word, NULL);
+	cr_assert_eq(pthread_create(&tid, NULL, shared_lock_once, NULL), 0);
+	while (!(word() & TS_SHARED_SLEEPERS))
+		sched_yield();
+	nanosleep(&(struct timespec){ 0, 5000000 }, NULL); /* asleep, not only announced */
+	cr_assert(ts_unlock(&lock_word)); /* wakes it... */
+	ts_lock(&lock_word, NULL);        /* ...and takes the lock back: the fast path */
+	nanosleep(&(struct timespec){ 0, 10000000 }, NULL);
+	cr_assert(ts_unlock(&lock_word));
+	pthread_join(tid, NULL);
+	ts_sleep_counts(&after);
+	cr_assert_eq(after.rests - before.rests, 1,
+	             "%llu rests: a waiter that lost the lock to another must rest once",
+	             (unsigned long long)(after.rests - before.rests));
+	cr_assert_eq(ts_queued(shared_seen), 0, "a ticket on a shared word: %#x", shared_seen);
 }
 
 /*
