@@ -444,6 +444,43 @@ Test(stats_merge, a_marked_lock_counts_fast_path_and_trylock_acquisitions)
 	cr_assert_eq(row.total, 1 + 2000, "%s", text);
 }
 
+/*
+ * doc/statistics.md, "What it costs": "with `TICKET_STATS` unset nothing
+ * sets the mark (but `TICKET_CHECK_UNLOCK=1`...)": a lock contended without
+ * the statistics keeps its unlocks on the fast path.  This suite reads the
+ * configuration afresh, with neither variable set.
+ */
+static void stats_unset(void)
+{
+	unsetenv("TICKET_STATS");
+	unsetenv("TICKET_CHECK_UNLOCK");
+}
+
+TestSuite(stats_off, .init = stats_unset);
+
+Test(stats_off, a_contended_lock_is_not_marked, .timeout = 10)
+{
+	pthread_t tid;
+
+	cr_assert_null(ts_config()->stats);
+	cr_assert_not(ts_config()->check_unlock);
+	for (int k = 0; k < 3; k++) {
+		cr_assert(ts_lock_fast(&word, &(uint8_t){ 0 }));
+		cr_assert_eq(pthread_create(&tid, NULL, contender, NULL), 0);
+		while (ts_queued(__atomic_load_n(&word, __ATOMIC_ACQUIRE)) == 0)
+			sched_yield();
+		cr_assert(ts_unlock(&word));
+		cr_assert_eq(pthread_join(tid, NULL), 0);
+		cr_assert_not(__atomic_load_n(&word, __ATOMIC_RELAXED) & TS_UNLOCK_DUE,
+		              "marked without TICKET_STATS: %#x",
+		              __atomic_load_n(&word, __ATOMIC_RELAXED));
+		cr_assert(ts_trylock(&word)); /* a steal from an empty queue, then free */
+		cr_assert(ts_unlock(&word));
+		cr_assert_not(__atomic_load_n(&word, __ATOMIC_RELAXED) & TS_UNLOCK_DUE, "%#x",
+		              __atomic_load_n(&word, __ATOMIC_RELAXED));
+	}
+}
+
 Test(stats_merge, sorted_by_contention_and_cut_at_top)
 {
 	static struct event ev[100];
