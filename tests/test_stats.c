@@ -444,6 +444,46 @@ Test(stats_merge, a_marked_lock_counts_fast_path_and_trylock_acquisitions)
 	cr_assert_eq(row.total, 1 + 2000, "%s", text);
 }
 
+/* Tries the lock, held by the main thread, 100 times, failing each time. */
+static void *try_held(void *arg)
+{
+	(void)arg;
+	for (int k = 0; k < 100; k++)
+		cr_assert_not(ts_trylock(&word), "the main thread holds it");
+	return NULL;
+}
+
+/*
+ * doc/statistics.md, "total": "by `pthread_spin_lock` or a successful
+ * `pthread_spin_trylock`"; "contended": "Failed trylocks are not counted".
+ * The marked lock, held: 100 failed trylocks from another thread, which
+ * then exits, and 100 from the holder itself, count nowhere.
+ */
+Test(stats_merge, failed_trylocks_count_nowhere)
+{
+	pthread_t tid;
+	struct ts_report_row row;
+	long n;
+
+	cr_assert(ts_lock_fast(&word, &(uint8_t){ 0 }));
+	cr_assert_eq(pthread_create(&tid, NULL, contender, NULL), 0);
+	while (ts_queued(__atomic_load_n(&word, __ATOMIC_ACQUIRE)) == 0)
+		sched_yield();
+	cr_assert(ts_unlock(&word));
+	cr_assert_eq(pthread_join(tid, NULL), 0); /* 1 contended, 1 total */
+	ts_lock(&word, NULL);                     /* 2 total */
+	cr_assert_eq(pthread_create(&tid, NULL, try_held, NULL), 0);
+	cr_assert_eq(pthread_join(tid, NULL), 0);
+	for (int k = 0; k < 100; k++)
+		cr_assert_not(ts_trylock(&word));
+	cr_assert(ts_unlock(&word));
+	char *text = report(20, &n);
+	cr_assert(row_of(text, &word, &row), "%s", text);
+	cr_assert_eq(row.contended, 1, "%s", text);
+	cr_assert_eq(row.total, 2, "%s", text);
+	cr_assert_eq(row.threads, 1, "%s", text);
+}
+
 /*
  * doc/statistics.md, "What it costs": "with `TICKET_STATS` unset nothing
  * sets the mark (but `TICKET_CHECK_UNLOCK=1`...)": a lock contended without
