@@ -692,3 +692,33 @@ Test(stats_file, a_runtime_dir_others_can_write_or_a_relative_one_means_dev_shm)
 	cr_assert_eq(chdir("/"), 0);
 	kept_in_dev_shm_not_in(relative);
 }
+
+/*
+ * ticketspin(1), --stats=FILE: "it is never overwritten ...; a report is
+ * appended to a file holding the reports of the same run, or of an earlier
+ * one".  Two runs, one after the other, report into one file: both reports
+ * are there, the first one kept.
+ */
+Test(stats_file, a_report_file_of_an_earlier_run_is_appended_to)
+{
+	struct probe_result r;
+	char env[512], path[256], text[16384], first[16384];
+
+	snprintf(path, sizeof(path), "%s/both", dir);
+	snprintf(env, sizeof(env), "TICKET_STATS=%s", path);
+	probe_run(&r, (const char *const[]){ xdg, env, NULL },
+	          (const char *const[]){ CONTENDED, "4", "2000", "1", NULL }, 60);
+	assert_probe_provider(&r);
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	text_of(path, first, sizeof(first), true);
+	cr_assert(strncmp(first, "stats: pid ", 11) == 0, "%s", first);
+	probe_run(&r, (const char *const[]){ xdg, env, NULL },
+	          (const char *const[]){ CONTENDED, "4", "2000", "1", NULL }, 60);
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	cr_assert_null(strstr(r.err, "cannot create"), "%s", r.err);
+	text_of(path, text, sizeof(text), true);
+	cr_assert(strncmp(text, first, strlen(first)) == 0, "the first report is not kept:\n%s",
+	          text);
+	cr_assert(strncmp(text + strlen(first), "stats: pid ", 11) == 0,
+	          "no second report after the first:\n%s", text);
+}
