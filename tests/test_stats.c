@@ -324,6 +324,31 @@ Test(stats_merge, a_lock_only_stolen_has_none_ahead_and_no_hold_sample)
 }
 
 /*
+ * doc/statistics.md, "hold": the acquisitions recorded in the queue are
+ * timed, each one hold sample at its release; one served at its first look
+ * reads no clock ("What it costs") and gives no sample; steals none (above).
+ */
+Test(stats_merge, a_hold_sample_for_each_timed_acquisition_in_the_queue)
+{
+	struct event ev[32];
+	struct ts_report_row row;
+	long n;
+
+	events = ev;
+	for (int k = 0; k < 15; k++) {
+		add(k % 2, &lock_a, NULL);
+		if (k % 3 == 0)
+			events[nevents - 1].at_once = 1;
+	}
+	record_all(2);
+	char *text = report(20, &n);
+	cr_assert(row_of(text, &lock_a, &row), "%s", text);
+	cr_assert_eq(row.contended, 15, "%s", text);
+	cr_assert_eq(row.holds, 10, "%s", text);
+	cr_assert_str_neq(row.hold_mean, "-", "%s", text);
+}
+
+/*
  * doc/statistics.md: "top call sites: up to three ... and "(of N sites)"
  * when there are more"; "Each thread records up to 384 locks and 768 (lock,
  * call site) pairs ...; beyond that the report has a line saying what was
