@@ -267,6 +267,27 @@ bad=$(printf '%s\n' "$rows1" | awk -F, '{ gsub(/"[^"]*"/, "S") } $21 != "" || $2
 [ -n "$rows1" ] && [ -z "$bad" ] || fail "--delay=off: CSV delay_now, delay_max not empty: $rows1"
 echo "ok: an untuned delay is '-', and empty in the CSV"
 
+# doc/statistics.md, "top call sites": the report at exit names call sites
+# with dladdr, "which sees only exported symbols: a program not linked with
+# -rdynamic shows object+0xoffset"; "ticketspin report reads the objects'
+# symbol tables and names static functions too".  lockprobe (no -rdynamic)
+# contends in its static hammer_thread().
+probe_dir=$XDG_RUNTIME_DIR/probe
+mkdir "$probe_dir" || exit 99
+at_exit=$(XDG_RUNTIME_DIR=$probe_dir LD_PRELOAD=$lib TICKET_STATS=1 TICKET_STATS_KEEP=1 \
+	./lockprobe hammer 4 1 20000 1000 2>&1 >/dev/null) ||
+	{ echo "ERROR: lockprobe failed: $at_exit"; exit 99; }
+probe_pid=$(printf '%s\n' "$at_exit" | sed -n 's/^ticketspin: stats: pid \([0-9]*\):.*/\1/p' | head -n 1)
+[ -n "$probe_pid" ] || { echo "ERROR: no report at exit: $at_exit"; exit 99; }
+printf '%s\n' "$at_exit" | grep -q "^ticketspin: stats: .* [^ ]*/lockprobe+0x[0-9a-f]* [0-9]*%" ||
+	fail "at exit, lockprobe's call site is not object+0xoffset: $at_exit"
+printf '%s\n' "$at_exit" | grep -q "hammer_thread" &&
+	fail "at exit, dladdr named a static function: $at_exit"
+probe_report=$(XDG_RUNTIME_DIR=$probe_dir report --wide "$probe_pid")
+printf '%s\n' "$probe_report" | grep -q "^stats: .* hammer_thread+0x[0-9a-f]* ([^ ]*/lockprobe) [0-9]*%" ||
+	fail "ticketspin report does not name the static hammer_thread: $probe_report"
+echo "ok: call sites: object+0xoffset at exit, the static function in report"
+
 if [ $failures -gt 0 ]; then
 	echo "$failures failure(s)"
 	exit 1
