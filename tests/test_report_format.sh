@@ -72,6 +72,13 @@ $long"
 	*contend_worker+0x*) ;;
 	*) fail "$what: no call site in '$row'" ;;
 	esac
+	# ticketspin(1), --width: "the call site's object is shown without its
+	# directory" (cut with "..." when the width is short)
+	case $row in
+	*'(/'* | */contended\)*) fail "$what: the call site's object with its directory: '$row'" ;;
+	*'(contended)'* | *'(co...') ;;
+	*) fail "$what: no object in the call site: '$row'" ;;
+	esac
 	echo "ok: $what"
 }
 check_fitted 80 "$(report --width=80 "$pid")" "report --width=80"
@@ -113,6 +120,22 @@ case $row in
 esac
 top_csv=$(env -u LD_PRELOAD "$wrapper" top --once --csv "$pid")
 [ "$(printf '%s\n' "$top_csv" | head -n 1)" = "$header" ] || fail "top --csv: another header"
+# ticketspin(1), --csv: "time (seconds since the epoch, when read)" (the
+# clock read around the command, no duration asserted); "per_s (top after
+# its first screen, else empty)": report's and top --once's are empty
+before=$(date +%s)
+csv=$(report --csv "$pid")
+after=$(date +%s)
+for r in "$(printf '%s\n' "$csv" | sed -n 2p)" "$(printf '%s\n' "$top_csv" | sed -n 2p)"; do
+	t=$(printf '%s\n' "$r" | cut -d, -f1)
+	t=${t%%.*}
+	case $t in
+	'' | *[!0-9]*) fail "CSV: time is not seconds: $r" ;;
+	*) [ "$t" -ge "$before" ] && [ "$t" -le "$after" ] ||
+		fail "CSV: time $t is not when read ($before..$after)" ;;
+	esac
+	[ -z "$(printf '%s\n' "$r" | cut -d, -f7)" ] || fail "CSV: per_s not empty: $r"
+done
 echo "ok: CSV"
 
 # bad values
@@ -218,7 +241,7 @@ for command in report top; do
 done
 env -u LD_PRELOAD "$wrapper" top --help | grep -q "TICKET_STATS_TOP; top: default 20," ||
 	fail "top --help does not say top's --top default is 20"
-out=$(env -u LD_PRELOAD "$wrapper" --lib="$lib" --stats-keep --stats-top=1 \
+out=$(env -u LD_PRELOAD "$wrapper" --lib="$lib" --stats-keep --stats-top=1 --delay=off \
 	--stats="$XDG_RUNTIME_DIR/top-1" "$contended" 4 20000 2 2>&1) ||
 	{ echo "ERROR: contended failed: $out"; exit 99; }
 pid1=$(sed -n 's/^stats: pid \([0-9]*\):.*/\1/p' "$XDG_RUNTIME_DIR/top-1" | head -n 1)
@@ -231,6 +254,39 @@ n=$(lock_rows "$(report --wide "$pid1")")
 n=$(lock_rows "$(env -u LD_PRELOAD -u COLUMNS "$wrapper" top --once --wide "$pid1")")
 [ "$n" -eq 2 ] || fail "top --once (default 20) of a process with TICKET_STATS_TOP=1: $n rows, not 2"
 echo "ok: --top defaults: report the process's TICKET_STATS_TOP, top 20"
+
+# the same process ran with --delay=off: doc/statistics.md, "delay now/max":
+# "`-` when the delay is not tuned"; ticketspin(1), --csv: "delay_now,
+# delay_max (empty when not tuned)"
+wide1=$(env -u LD_PRELOAD -u COLUMNS "$wrapper" top --once --wide "$pid1")
+n=$(printf '%s\n' "$wide1" | awk '$1 == "stats:" && $2 ~ /^0x/ && $17 == "-/-"' | grep -c .)
+[ "$n" -eq 2 ] || fail "--delay=off: the delay is not '-/-' in both rows:
+$wide1"
+rows1=$(env -u LD_PRELOAD "$wrapper" top --once --csv "$pid1" | tail -n +2)
+bad=$(printf '%s\n' "$rows1" | awk -F, '{ gsub(/"[^"]*"/, "S") } $21 != "" || $22 != ""')
+[ -n "$rows1" ] && [ -z "$bad" ] || fail "--delay=off: CSV delay_now, delay_max not empty: $rows1"
+echo "ok: an untuned delay is '-', and empty in the CSV"
+
+# doc/statistics.md, "top call sites": the report at exit names call sites
+# with dladdr, "which sees only exported symbols: a program not linked with
+# -rdynamic shows object+0xoffset"; "ticketspin report reads the objects'
+# symbol tables and names static functions too".  lockprobe (no -rdynamic)
+# contends in its static hammer_thread().
+probe_dir=$XDG_RUNTIME_DIR/probe
+mkdir "$probe_dir" || exit 99
+at_exit=$(XDG_RUNTIME_DIR=$probe_dir LD_PRELOAD=$lib TICKET_STATS=1 TICKET_STATS_KEEP=1 \
+	./lockprobe hammer 4 1 20000 1000 2>&1 >/dev/null) ||
+	{ echo "ERROR: lockprobe failed: $at_exit"; exit 99; }
+probe_pid=$(printf '%s\n' "$at_exit" | sed -n 's/^ticketspin: stats: pid \([0-9]*\):.*/\1/p' | head -n 1)
+[ -n "$probe_pid" ] || { echo "ERROR: no report at exit: $at_exit"; exit 99; }
+printf '%s\n' "$at_exit" | grep -q "^ticketspin: stats: .* [^ ]*/lockprobe+0x[0-9a-f]* [0-9]*%" ||
+	fail "at exit, lockprobe's call site is not object+0xoffset: $at_exit"
+printf '%s\n' "$at_exit" | grep -q "hammer_thread" &&
+	fail "at exit, dladdr named a static function: $at_exit"
+probe_report=$(XDG_RUNTIME_DIR=$probe_dir report --wide "$probe_pid")
+printf '%s\n' "$probe_report" | grep -q "^stats: .* hammer_thread+0x[0-9a-f]* ([^ ]*/lockprobe) [0-9]*%" ||
+	fail "ticketspin report does not name the static hammer_thread: $probe_report"
+echo "ok: call sites: object+0xoffset at exit, the static function in report"
 
 if [ $failures -gt 0 ]; then
 	echo "$failures failure(s)"

@@ -292,6 +292,122 @@ Test(stats_merge, acquisitions_without_a_ticket_count_apart)
 }
 
 /*
+ * doc/statistics.md, "ahead avg/max": "0 for a steal"; "hold": "steals are
+ * not timed", "`-` without a sample".  A lock taken only by steals, each
+ * released by its thread.
+ */
+Test(stats_merge, a_lock_only_stolen_has_none_ahead_and_no_hold_sample)
+{
+	struct event ev[16];
+	struct ts_report_row row;
+	long n;
+
+	events = ev;
+	for (int k = 0; k < 10; k++) {
+		add(k % 2, &lock_a, &lock_b);
+		events[nevents - 1].borrowed = 2;
+	}
+	record_all(2);
+	char *text = report(20, &n);
+	cr_assert_eq(n, 1, "%s", text);
+	cr_assert(row_of(text, &lock_a, &row), "%s", text);
+	cr_assert_eq(row.contended, 10, "%s", text);
+	cr_assert_eq(row.borrows, 10, "%s", text);
+	cr_assert_eq(row.total, 10, "%s", text);
+	cr_assert_eq(row.ahead_max, 0, "a steal has none ahead:\n%s", text);
+	cr_assert_float_eq(row.ahead_avg, 0.0, 1e-9, "%s", text);
+	cr_assert_eq(row.holds, 0, "a steal is not timed:\n%s", text);
+	cr_assert_str_eq(row.hold_mean, "-", "%s", text);
+	cr_assert_str_eq(row.hold_p99, "-", "%s", text);
+	cr_assert_str_eq(row.hold_max, "-", "%s", text);
+	cr_assert_eq(row.waited, 0, "a steal is no wait:\n%s", text);
+}
+
+/*
+ * doc/statistics.md, "hold": the acquisitions recorded in the queue are
+ * timed, each one hold sample at its release; one served at its first look
+ * reads no clock ("What it costs") and gives no sample; steals none (above).
+ */
+Test(stats_merge, a_hold_sample_for_each_timed_acquisition_in_the_queue)
+{
+	struct event ev[32];
+	struct ts_report_row row;
+	long n;
+
+	events = ev;
+	for (int k = 0; k < 15; k++) {
+		add(k % 2, &lock_a, NULL);
+		if (k % 3 == 0)
+			events[nevents - 1].at_once = 1;
+	}
+	record_all(2);
+	char *text = report(20, &n);
+	cr_assert(row_of(text, &lock_a, &row), "%s", text);
+	cr_assert_eq(row.contended, 15, "%s", text);
+	cr_assert_eq(row.holds, 10, "%s", text);
+	cr_assert_str_neq(row.hold_mean, "-", "%s", text);
+}
+
+/*
+ * doc/statistics.md: "top call sites: up to three ... and "(of N sites)"
+ * when there are more"; "Each thread records up to 384 locks and 768 (lock,
+ * call site) pairs ...; beyond that the report has a line saying what was
+ * not recorded".  One thread, one lock, 769 call sites: 768 kept, the 769th
+ * counted without its site; then 385 locks: 384 kept.
+ */
+static char many[1024]; /* call sites' and locks' addresses */
+
+Test(stats_merge, three_sites_shown_of_768_kept_then_a_line_says_what_was_not)
+{
+	static struct event ev[800];
+	struct ts_report_row row;
+	long n;
+
+	events = ev;
+	for (int k = 0; k < 769; k++)
+		add(0, &lock_a, many + k);
+	for (int k = 0; k < 4; k++)
+		add(0, &lock_a, many + 5); /* the top site: 5 of 773 */
+	for (int k = 0; k < 2; k++)
+		add(0, &lock_a, many + 9); /* then 3 of 773 */
+	record_all(1);
+	char *text = report(20, &n);
+	cr_assert_eq(n, 1, "%s", text);
+	cr_assert(row_of(text, &lock_a, &row), "%s", text);
+	cr_assert_eq(row.contended, 775, "%s", text);
+	cr_assert_eq(row.total, 775, "%s", text);
+	/* three sites, then how many there were */
+	size_t len = strlen(row.sites), tail = strlen(" (of 768 sites)");
+	cr_assert(len > tail && strcmp(row.sites + len - tail, " (of 768 sites)") == 0,
+	          "site: %s", row.sites);
+	int commas = 0;
+	for (const char *c = row.sites; *c != '\0'; c++)
+		commas += *c == ',';
+	cr_assert_eq(commas, 2, "not three sites: %s", row.sites);
+	cr_assert(strstr(text, "stats: not recorded (per-thread tables full: 384 locks, 768 call "
+	                       "sites): 0 contended acquisitions, 1 call sites, 0 releases") != NULL,
+	          "%s", text);
+}
+
+Test(stats_merge, a_thread_records_384_locks_then_a_line_says_what_was_not)
+{
+	static struct event ev[400];
+	long n;
+
+	events = ev;
+	for (int k = 0; k < 384; k++)
+		add(0, many + k, NULL);
+	add(0, many + 500, NULL); /* the 385th, and its release */
+	add(0, many + 501, NULL);
+	record_all(1);
+	char *text = report(1000, &n);
+	cr_assert_eq(n, 384, "%s", text);
+	cr_assert(strstr(text, "stats: not recorded (per-thread tables full: 384 locks, 768 call "
+	                       "sites): 2 contended acquisitions, 0 call sites, 2 releases") != NULL,
+	          "%s", text);
+}
+
+/*
  * pthread_spin_init() marks a lock for counting only once its hash has been
  * seen contended: a re-initialised contended lock goes on counting, and the
  * thousands of locks a server initialises and never contends do not fill
@@ -351,6 +467,83 @@ Test(stats_merge, a_marked_lock_counts_fast_path_and_trylock_acquisitions)
 	cr_assert(row_of(text, &word, &row), "%s", text);
 	cr_assert_eq(row.contended, 1, "%s", text);
 	cr_assert_eq(row.total, 1 + 2000, "%s", text);
+}
+
+/* Tries the lock, held by the main thread, 100 times, failing each time. */
+static void *try_held(void *arg)
+{
+	(void)arg;
+	for (int k = 0; k < 100; k++)
+		cr_assert_not(ts_trylock(&word), "the main thread holds it");
+	return NULL;
+}
+
+/*
+ * doc/statistics.md, "total": "by `pthread_spin_lock` or a successful
+ * `pthread_spin_trylock`"; "contended": "Failed trylocks are not counted".
+ * The marked lock, held: 100 failed trylocks from another thread, which
+ * then exits, and 100 from the holder itself, count nowhere.
+ */
+Test(stats_merge, failed_trylocks_count_nowhere)
+{
+	pthread_t tid;
+	struct ts_report_row row;
+	long n;
+
+	cr_assert(ts_lock_fast(&word, &(uint8_t){ 0 }));
+	cr_assert_eq(pthread_create(&tid, NULL, contender, NULL), 0);
+	while (ts_queued(__atomic_load_n(&word, __ATOMIC_ACQUIRE)) == 0)
+		sched_yield();
+	cr_assert(ts_unlock(&word));
+	cr_assert_eq(pthread_join(tid, NULL), 0); /* 1 contended, 1 total */
+	ts_lock(&word, NULL);                     /* 2 total */
+	cr_assert_eq(pthread_create(&tid, NULL, try_held, NULL), 0);
+	cr_assert_eq(pthread_join(tid, NULL), 0);
+	for (int k = 0; k < 100; k++)
+		cr_assert_not(ts_trylock(&word));
+	cr_assert(ts_unlock(&word));
+	char *text = report(20, &n);
+	cr_assert(row_of(text, &word, &row), "%s", text);
+	cr_assert_eq(row.contended, 1, "%s", text);
+	cr_assert_eq(row.total, 2, "%s", text);
+	cr_assert_eq(row.threads, 1, "%s", text);
+}
+
+/*
+ * doc/statistics.md, "What it costs": "with `TICKET_STATS` unset nothing
+ * sets the mark (but `TICKET_CHECK_UNLOCK=1`...)": a lock contended without
+ * the statistics keeps its unlocks on the fast path.  This suite reads the
+ * configuration afresh, with neither variable set.
+ */
+static void stats_unset(void)
+{
+	unsetenv("TICKET_STATS");
+	unsetenv("TICKET_CHECK_UNLOCK");
+}
+
+TestSuite(stats_off, .init = stats_unset);
+
+Test(stats_off, a_contended_lock_is_not_marked, .timeout = 10)
+{
+	pthread_t tid;
+
+	cr_assert_null(ts_config()->stats);
+	cr_assert_not(ts_config()->check_unlock);
+	for (int k = 0; k < 3; k++) {
+		cr_assert(ts_lock_fast(&word, &(uint8_t){ 0 }));
+		cr_assert_eq(pthread_create(&tid, NULL, contender, NULL), 0);
+		while (ts_queued(__atomic_load_n(&word, __ATOMIC_ACQUIRE)) == 0)
+			sched_yield();
+		cr_assert(ts_unlock(&word));
+		cr_assert_eq(pthread_join(tid, NULL), 0);
+		cr_assert_not(__atomic_load_n(&word, __ATOMIC_RELAXED) & TS_UNLOCK_DUE,
+		              "marked without TICKET_STATS: %#x",
+		              __atomic_load_n(&word, __ATOMIC_RELAXED));
+		cr_assert(ts_trylock(&word)); /* a steal from an empty queue, then free */
+		cr_assert(ts_unlock(&word));
+		cr_assert_not(__atomic_load_n(&word, __ATOMIC_RELAXED) & TS_UNLOCK_DUE, "%#x",
+		              __atomic_load_n(&word, __ATOMIC_RELAXED));
+	}
 }
 
 Test(stats_merge, sorted_by_contention_and_cut_at_top)

@@ -12,6 +12,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <sys/stat.h>
+#include <time.h>
 
 #include "probe_run.h"
 #include "stats_file.h"
@@ -91,8 +92,10 @@ Test(stats_file, report_of_a_child_that_ended_with__exit)
 	const char *child;
 	struct ts_report_row row;
 
+	time_t before = time(NULL), after;
 	probe_run(&run, (const char *const[]){ xdg, "TICKET_STATS=1", NULL },
 	          (const char *const[]){ CONTENDED, "4", "5000", "1", "fork_exit", NULL }, 60);
+	after = time(NULL);
 	assert_probe_provider(&run);
 	cr_assert_eq(run.status, 0, "%s%s", run.out, run.err);
 	child = strstr(run.out, "child ");
@@ -105,6 +108,25 @@ Test(stats_file, report_of_a_child_that_ended_with__exit)
 	reader(&rep, (const char *const[]){ "report", pid, NULL });
 	cr_assert_eq(rep.status, 0, "%s%s", rep.out, rep.err);
 	cr_assert(strstr(rep.out, "ended without a normal exit") != NULL, "%s", rep.out);
+	/*
+	 * doc/statistics.md, ticketspin(1): the first line says also "when the
+	 * process started, and its command line" (the clock read around the
+	 * run: no duration asserted)
+	 */
+	{
+		char expect[512];
+		const char *started = strstr(rep.out, "; started ");
+		struct tm tm = { .tm_isdst = -1 };
+		time_t t;
+
+		snprintf(expect, sizeof(expect), "; command: %s 4 5000 1 fork_exit\n", CONTENDED);
+		cr_assert_not_null(strstr(rep.out, expect), "not '%s' in:\n%s", expect, rep.out);
+		cr_assert_not_null(started, "%s", rep.out);
+		cr_assert_not_null(strptime(started + 10, "%Y-%m-%d %H:%M:%S", &tm), "%s", rep.out);
+		t = mktime(&tm);
+		cr_assert(t >= before && t <= after, "started %ld, not in %ld..%ld:\n%s", (long)t,
+		          (long)before, (long)after, rep.out);
+	}
 	cr_assert(row_of(rep.out, address, &row), "no row for %s:\n%s", address, rep.out);
 	cr_assert(row.contended >= 1 && row.contended <= row.total && row.total <= count + 1,
 	          "contended %llu total %llu of %lu:\n%s", row.contended, row.total, count + 1,
@@ -691,4 +713,34 @@ Test(stats_file, a_runtime_dir_others_can_write_or_a_relative_one_means_dev_shm)
 	snprintf(relative, sizeof(relative), "XDG_RUNTIME_DIR=%s", dir + 1); /* no leading '/' */
 	cr_assert_eq(chdir("/"), 0);
 	kept_in_dev_shm_not_in(relative);
+}
+
+/*
+ * ticketspin(1), --stats=FILE: "it is never overwritten ...; a report is
+ * appended to a file holding the reports of the same run, or of an earlier
+ * one".  Two runs, one after the other, report into one file: both reports
+ * are there, the first one kept.
+ */
+Test(stats_file, a_report_file_of_an_earlier_run_is_appended_to)
+{
+	struct probe_result r;
+	char env[512], path[256], text[16384], first[16384];
+
+	snprintf(path, sizeof(path), "%s/both", dir);
+	snprintf(env, sizeof(env), "TICKET_STATS=%s", path);
+	probe_run(&r, (const char *const[]){ xdg, env, NULL },
+	          (const char *const[]){ CONTENDED, "4", "2000", "1", NULL }, 60);
+	assert_probe_provider(&r);
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	text_of(path, first, sizeof(first), true);
+	cr_assert(strncmp(first, "stats: pid ", 11) == 0, "%s", first);
+	probe_run(&r, (const char *const[]){ xdg, env, NULL },
+	          (const char *const[]){ CONTENDED, "4", "2000", "1", NULL }, 60);
+	cr_assert_eq(r.status, 0, "%s", r.err);
+	cr_assert_null(strstr(r.err, "cannot create"), "%s", r.err);
+	text_of(path, text, sizeof(text), true);
+	cr_assert(strncmp(text, first, strlen(first)) == 0, "the first report is not kept:\n%s",
+	          text);
+	cr_assert(strncmp(text + strlen(first), "stats: pid ", 11) == 0,
+	          "no second report after the first:\n%s", text);
 }
