@@ -241,11 +241,13 @@ fi
 # ---- interrupted: status 130 (ticketspin-compare(1), EXIT STATUS) ---------
 # (SIGINT as from a terminal, and SIGTERM, which would give 143 without the
 # script's trap; the run under way ends first.  An asynchronous command
-# ignores SIGINT unless the subshell resets it.)
+# ignores SIGINT, and so does everything started where SIGINT was ignored
+# already (a CI job in the background), which no trap in a non-interactive
+# shell can undo: env --default-signal gives the command the default back.)
 for sig in INT TERM; do
 	f0=$failures
 	rm -f "$dir/out/intr.csv"
-	( trap - INT; exec "$compare" --timeout 20 -q -r 100 -m glibc --no-plot -o "$dir/out" \
+	( exec env --default-signal=INT "$compare" --timeout 20 -q -r 100 -m glibc --no-plot -o "$dir/out" \
 		-n intr -- sleep 0.2 ) >"$dir/stdout" 2>"$dir/stderr" &
 	pid=$!
 	for _ in $(seq 100); do
