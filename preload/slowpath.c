@@ -1086,7 +1086,7 @@ static void wait_shared(struct waiter *w, uint32_t word)
 	const struct ts_config *cfg = w->cfg;
 	bool slept = false;
 	bool rest_decided = false; /* once per acquisition, as in the queue */
-	bool lost = false;         /* in this budget, someone took the lock we saw free */
+	bool lost = false;         /* since the last decision, the lock was lost to another */
 	uint64_t spun = 0;         /* pauses since the last sleep or yield */
 	uint32_t backoff = 1;      /* pauses before the next look */
 
