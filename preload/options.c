@@ -435,7 +435,7 @@ const struct ts_config *ts_config(void)
 		}
 		if (config.verbose)
 			report(&config);
-		ts_unlock_checks = config.check_unlock;
+		__atomic_store_n(&ts_unlock_checks, config.check_unlock, __ATOMIC_RELAXED);
 		/* RELEASE pairs with the ACQUIRE loads above: readers see the whole config. */
 		__atomic_store_n(&config_state, CONFIG_READY, __ATOMIC_RELEASE);
 		return &config;

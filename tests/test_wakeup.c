@@ -130,7 +130,12 @@ static void rounds_of(int waiters, int rounds, int room, bool fifo)
 	cr_assert_eq(after.timed_out - before.timed_out, 0,
 	             "%llu sleeps ended by their timeout: missed wake-ups",
 	             (unsigned long long)(after.timed_out - before.timed_out));
-	cr_assert_geq(after.woken - before.woken, (uint64_t)rounds * (unsigned)waiters,
+	/*
+	 * Most waiters sleep and are woken; a few may find their turn before
+	 * they sleep (98 of 100 in one ASan run): half is enough to mean
+	 * something, and a missed wake-up fails above.
+	 */
+	cr_assert_geq(after.woken - before.woken, (uint64_t)rounds * (unsigned)waiters / 2,
 	              "too few sleeps for the test to mean anything (%llu)",
 	              (unsigned long long)(after.woken - before.woken));
 }
@@ -230,7 +235,12 @@ static void shared_rounds_of(int waiters, int rounds)
 	cr_assert_eq(after.timed_out - before.timed_out, 0,
 	             "%llu sleeps ended by their timeout: missed wake-ups",
 	             (unsigned long long)(after.timed_out - before.timed_out));
-	cr_assert_geq(after.woken - before.woken, (uint64_t)rounds * (unsigned)waiters,
+	/*
+	 * Most waiters sleep and are woken; a few may find their turn before
+	 * they sleep (98 of 100 in one ASan run): half is enough to mean
+	 * something, and a missed wake-up fails above.
+	 */
+	cr_assert_geq(after.woken - before.woken, (uint64_t)rounds * (unsigned)waiters / 2,
 	              "too few sleeps for the test to mean anything (%llu)",
 	              (unsigned long long)(after.woken - before.woken));
 }
