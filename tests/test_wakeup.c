@@ -262,22 +262,22 @@ static void *tid_waiter(void *arg)
 	return waiter(arg);
 }
 
-/* Is thread @tid of this process asleep in futex(2) on @uaddr? */
-static bool asleep_on(pid_t tid, const void *uaddr)
+/* Where thread @tid of this process sleeps in futex(2): the address, or 0. */
+static unsigned long futex_of(pid_t tid)
 {
 	char path[64], buf[256];
-	unsigned long nr, addr;
-	bool asleep = false;
+	unsigned long nr, addr, at = 0;
 	FILE *f;
 
 	snprintf(path, sizeof(path), "/proc/self/task/%d/syscall", (int)tid);
 	f = fopen(path, "r");
 	if (f == NULL)
-		return false;
-	if (fgets(buf, sizeof(buf), f) != NULL && sscanf(buf, "%lu %lx", &nr, &addr) == 2)
-		asleep = nr == SYS_futex && addr == (unsigned long)(uintptr_t)uaddr;
+		return 0;
+	if (fgets(buf, sizeof(buf), f) != NULL && sscanf(buf, "%lu %lx", &nr, &addr) == 2 &&
+	    nr == SYS_futex)
+		at = addr;
 	fclose(f);
-	return asleep;
+	return at;
 }
 
 Test(wakeup, a_woken_waiter_that_rests_leaves_the_others_their_wake_up, .timeout = 30)
@@ -299,14 +299,21 @@ Test(wakeup, a_woken_waiter_that_rests_leaves_the_others_their_wake_up, .timeout
 	cr_assert_eq(__atomic_fetch_and(&lock_word, ~TS_SHARED_SLEEPERS, __ATOMIC_SEQ_CST),
 	             TS_SHARED | TS_LOCKED | TS_SHARED_SLEEPERS);
 	cr_assert_eq(syscall(SYS_futex, &lock_word, FUTEX_WAKE, 1, NULL, NULL, 0), 1);
-	/* Which one is still asleep on the word: the other rests, woken by no one. */
+	/*
+	 * Which one is still asleep on the word, once the other sleeps its rest
+	 * (a futex of its own, woken by no one): it has looked, and lost.
+	 */
 	for (int ms = 0; ms < 50 && left < 0; ms++) {
-		if (asleep_on(rester_tids[0], &lock_word) != asleep_on(rester_tids[1], &lock_word))
-			left = asleep_on(rester_tids[0], &lock_word) ? 0 : 1;
-		else
+		unsigned long at[2] = { futex_of(rester_tids[0]), futex_of(rester_tids[1]) };
+		unsigned long word_at = (unsigned long)(uintptr_t)&lock_word;
+
+		for (int i = 0; i < 2; i++)
+			if (at[i] == word_at && at[!i] != 0 && at[!i] != word_at)
+				left = i;
+		if (left < 0)
 			usleep(1000);
 	}
-	cr_assert_geq(left, 0, "the woken waiter did not leave the word");
+	cr_assert_geq(left, 0, "the woken waiter did not go to rest");
 	cr_assert(ts_unlock(&lock_word)); /* while it rests: must wake the other */
 	served_or_a_lost_wake_up(2, &before, 0);
 	for (int i = 0; i < 2; i++)
