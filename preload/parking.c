@@ -316,6 +316,16 @@ void ts_wake_ticket(ts_word_t *lock, uint32_t hash, uint32_t word, uint8_t ticke
 	}
 }
 
+void ts_wake_all_of(uint32_t hash)
+{
+	struct parking_slot *slot = slot_of(hash);
+
+	/* SEQ_CST: after the word's change; as ts_wake_ticket(). */
+	__atomic_fetch_add(&slot->seq, 1, __ATOMIC_SEQ_CST);
+	syscall(SYS_futex, &slot->seq, FUTEX_WAKE_BITSET_PRIVATE, INT_MAX, NULL, NULL,
+	        FUTEX_BITSET_MATCH_ANY);
+}
+
 enum ts_sleep ts_sleep_shared(ts_word_t *lock, uint32_t word, uint64_t nap_ns)
 {
 	enum ts_sleep how;

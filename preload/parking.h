@@ -88,6 +88,14 @@ void ts_wake_announce(uint32_t hash, uint8_t ticket);
 void ts_wake_ticket(ts_word_t *lock, uint32_t hash, uint32_t word, uint8_t ticket);
 
 /*
+ * Wakes every sleeper in the queues of the locks of @hash, in this process's
+ * table: a lock just made shared, whose sleepers there would otherwise wait
+ * for their naps before they sleep on the word (slowpath.c, become_shared()).
+ * Others of the slot look and sleep again.
+ */
+void ts_wake_all_of(uint32_t hash);
+
+/*
  * On a shared word, announced (TS_SHARED_SLEEPERS set in @word), sleeps on
  * the word with the shared futex while it holds @word, for at most @nap_ns.
  */

@@ -622,6 +622,8 @@ static void become_shared(struct waiter *w)
 
 	if (was & TS_SHARED)
 		return;
+	/* Our process's sleepers in the table: to the word, now, not at their naps' end. */
+	ts_wake_all_of(w->hash);
 	__atomic_fetch_add(&ts_locks_made_shared, 1, __ATOMIC_RELAXED);
 	if (w->cfg->verbose)
 		ts_log("lock %p (process-private) is served by another process: made process-shared "
@@ -1108,6 +1110,15 @@ static void wait_shared(struct waiter *w, uint32_t word)
 			if (lost && !rest_decided && cfg->rest_us != 0 && cfg->wait != TS_WAIT_SPIN) {
 				rest_decided = true;
 				if (rest_is_due(cfg, w->lock, w->hash)) {
+					/*
+					 * Woken, we may have taken the wake-up of the
+					 * release that cleared the bit, which others
+					 * asleep still need: set it again before we
+					 * go (I5).  Relaxed: it orders nothing.
+					 */
+					if (slept)
+						__atomic_fetch_or(w->lock, TS_SHARED_SLEEPERS,
+						                  __ATOMIC_RELAXED);
 					if (rest(cfg, w->lock, w->hash)) {
 						w->st.rests = 1;
 						spun = 0;

@@ -131,9 +131,9 @@
  *  I5 on a shared word, TS_SHARED_SLEEPERS is set before any thread sleeps
  *     on it (in the value the sleep expects), and cleared only by a release
  *     (the unlock's slow path, a give-back), which then wakes one sleeper.
- *     A thread that has slept takes the lock with the bit set.  TS_SHARED is
- *     never cleared but by pthread_spin_init().  No ticket is drawn on a
- *     shared word.
+ *     A thread that has slept takes the lock with the bit set, and sets it
+ *     again before it rests or sleeps.  TS_SHARED is never cleared but by
+ *     pthread_spin_init().  No ticket is drawn on a shared word.
  *
  * Assumptions (the code relies on them silently):
  *  - x86-64: little-endian, total store order, and coherent mixed-size

@@ -188,7 +188,9 @@ Test(pshared, many_threads_of_two_processes_all_progress, .timeout = 60)
  * 20 s).  Now the first sleep that runs out finds its wake-up served
  * elsewhere and the lock is made shared: at most two naps per thread run
  * out (its first, and the one it slept in its table when the lock
- * changed), and the lock is made shared once.
+ * changed; 2 to 7 in all in 50 runs), and the lock is made shared once.
+ * The bound allows one more per thread, for a wake-up that the unlock's
+ * fast path misses (parking.c, "Why no lost wake-up, mostly").
  */
 static void private_across(const char *const *env)
 {
@@ -206,7 +208,7 @@ static void private_across(const char *const *env)
 	cr_assert(line != NULL, "%s", r.out);
 	cr_assert_eq(sscanf(line, "children's sleeps: woken=%llu timed_out=%llu; locks made "
 	                    "shared=%llu", &woken, &timed_out, &made), 3, "%s", line);
-	cr_assert_leq(timed_out, 2 * 2 * 2, "%llu sleeps ended by their 100 ms timeout: wake-ups "
+	cr_assert_leq(timed_out, 3 * 2 * 2, "%llu sleeps ended by their 100 ms timeout: wake-ups "
 	              "that did not cross the processes\n%s", timed_out, r.out);
 	cr_assert_eq(made, 1, "the lock made shared %llu times\n%s", made, r.out);
 }

@@ -9,11 +9,16 @@
  * environment before the core first reads it.
  */
 #include <criterion/criterion.h>
+#include <dirent.h>
+#include <linux/futex.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <sys/syscall.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "options.h"
 #include "parking.h"
@@ -101,12 +106,41 @@ Test(queue, a_process_shared_lock_draws_no_ticket, .timeout = 10)
  * The rest on a shared word (slowpath.c, wait_shared()): a waiter that lost
  * the lock to another rests TICKET_REST_US, holding nothing, once per
  * acquisition.  We hold the lock; a waiter sleeps on the word
- * (TICKET_SPIN=1), announced; we release it, which wakes the waiter, and
- * take it back at once, before the woken waiter can look: it finds the lock
- * held, lost to us, and rests (50 ms), while we release the lock for good.
- * One rest in all, by it; we never wait.
+ * (TICKET_SPIN=1), announced; we do what a release followed at once by
+ * another's take does, in one step (no scheduler can come between): clear
+ * the bit, keeping the lock, and wake the waiter.  It finds the lock held,
+ * lost, and rests (50 ms), while we release the lock for good.  One rest
+ * in all, by it; we never wait.
  */
 static uint32_t shared_seen;
+
+/* Threads of this process asleep in futex(2) on @uaddr (/proc/self/task/TID/syscall). */
+static int threads_asleep_on(const void *uaddr)
+{
+	DIR *dir = opendir("/proc/self/task");
+	struct dirent *e;
+	int asleep = 0;
+
+	cr_assert_not_null(dir, "/proc/self/task: the test needs it");
+	while ((e = readdir(dir)) != NULL) {
+		char path[300], buf[256];
+		unsigned long nr, addr;
+		FILE *f;
+
+		if (e->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "/proc/self/task/%s/syscall", e->d_name);
+		f = fopen(path, "r");
+		if (f == NULL)
+			continue;
+		if (fgets(buf, sizeof(buf), f) != NULL && sscanf(buf, "%lu %lx", &nr, &addr) == 2 &&
+		    nr == SYS_futex && addr == (unsigned long)(uintptr_t)uaddr)
+			asleep++;
+		fclose(f);
+	}
+	closedir(dir);
+	return asleep;
+}
 
 static void *shared_lock_once(void *arg)
 {
@@ -129,11 +163,11 @@ Test(queue, a_shared_waiter_woken_to_a_lock_taken_again_rests, .timeout = 20)
 	ts_sleep_counts(&before);
 	ts_lock(&lock_word, NULL);
 	cr_assert_eq(pthread_create(&tid, NULL, shared_lock_once, NULL), 0);
-	while (!(word() & TS_SHARED_SLEEPERS))
-		sched_yield();
-	nanosleep(&(struct timespec){ 0, 5000000 }, NULL); /* asleep, not only announced */
-	cr_assert(ts_unlock(&lock_word)); /* wakes it... */
-	ts_lock(&lock_word, NULL);        /* ...and takes the lock back: the fast path */
+	while (threads_asleep_on(&lock_word) < 1) /* asleep, not only announced */
+		nanosleep(&(struct timespec){ 0, 1000000 }, NULL);
+	cr_assert_eq(__atomic_fetch_and(&lock_word, ~TS_SHARED_SLEEPERS, __ATOMIC_SEQ_CST),
+	             TS_SHARED | TS_LOCKED | TS_SHARED_SLEEPERS);
+	cr_assert_eq(syscall(SYS_futex, &lock_word, FUTEX_WAKE, 1, NULL, NULL, 0), 1);
 	nanosleep(&(struct timespec){ 0, 10000000 }, NULL);
 	cr_assert(ts_unlock(&lock_word));
 	pthread_join(tid, NULL);

@@ -15,6 +15,7 @@
 #include <pthread.h>
 #include <sched.h>
 #include <stdio.h>
+#include <linux/futex.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <stdlib.h>
@@ -249,6 +250,90 @@ Test(wakeup, woken_on_a_process_shared_lock, .timeout = 30)
 {
 	long_naps(NULL);
 	shared_rounds_of(4, 20);
+}
+
+/*
+ * Invariant I5's second half: a thread woken on a shared word that rests
+ * instead of taking the lock sets TS_SHARED_SLEEPERS again first.  Two
+ * waiters asleep on the word; we do what a release that another thread
+ * followed at once with a take does, in one step, so that no scheduler
+ * can come between: clear the bit, keeping the lock, and wake one sleeper.
+ * It finds the lock lost and rests (100 ms).  Our unlock, while it rests,
+ * must wake the other, asleep all along, which is then served first.
+ * Without the bit the unlock goes by the fast path, and the other waits
+ * until the rester comes back, takes the lock (with the bit: it slept) and
+ * wakes it: served second.
+ */
+static pid_t rester_tids[2];
+
+static void *tid_waiter(void *arg)
+{
+	__atomic_store_n(&rester_tids[(intptr_t)arg], (pid_t)syscall(SYS_gettid), __ATOMIC_RELEASE);
+	return waiter(arg);
+}
+
+/* Where thread @tid of this process sleeps in futex(2): the address, or 0. */
+static unsigned long futex_of(pid_t tid)
+{
+	char path[64], buf[256];
+	unsigned long nr, addr, at = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/self/task/%d/syscall", (int)tid);
+	f = fopen(path, "r");
+	if (f == NULL)
+		return 0;
+	if (fgets(buf, sizeof(buf), f) != NULL && sscanf(buf, "%lu %lx", &nr, &addr) == 2 &&
+	    nr == SYS_futex)
+		at = addr;
+	fclose(f);
+	return at;
+}
+
+Test(wakeup, a_woken_waiter_that_rests_leaves_the_others_their_wake_up, .timeout = 30)
+{
+	struct ts_sleep_counts before, after;
+	pthread_t tids[2];
+	int left = -1;
+
+	long_naps(NULL);
+	setenv("TICKET_REST_US", "100000", 1);
+	__atomic_store_n(&lock_word, TS_SHARED, __ATOMIC_RELAXED);
+	__atomic_store_n(&grants, 0, __ATOMIC_RELAXED);
+	ts_sleep_counts(&before);
+	ts_lock(&lock_word, NULL);
+	for (int i = 0; i < 2; i++)
+		cr_assert_eq(pthread_create(&tids[i], NULL, tid_waiter, (void *)(intptr_t)i), 0);
+	while (threads_asleep_on(&lock_word) < 2)
+		usleep(1000);
+	cr_assert_eq(__atomic_fetch_and(&lock_word, ~TS_SHARED_SLEEPERS, __ATOMIC_SEQ_CST),
+	             TS_SHARED | TS_LOCKED | TS_SHARED_SLEEPERS);
+	cr_assert_eq(syscall(SYS_futex, &lock_word, FUTEX_WAKE, 1, NULL, NULL, 0), 1);
+	/*
+	 * Which one is still asleep on the word, once the other sleeps its rest
+	 * (a futex of its own, woken by no one): it has looked, and lost.
+	 */
+	for (int ms = 0; ms < 50 && left < 0; ms++) {
+		unsigned long at[2] = { futex_of(rester_tids[0]), futex_of(rester_tids[1]) };
+		unsigned long word_at = (unsigned long)(uintptr_t)&lock_word;
+
+		for (int i = 0; i < 2; i++)
+			if (at[i] == word_at && at[!i] != 0 && at[!i] != word_at)
+				left = i;
+		if (left < 0)
+			usleep(1000);
+	}
+	cr_assert_geq(left, 0, "the woken waiter did not go to rest");
+	cr_assert(ts_unlock(&lock_word)); /* while it rests: must wake the other */
+	served_or_a_lost_wake_up(2, &before, 0);
+	for (int i = 0; i < 2; i++)
+		pthread_join(tids[i], NULL);
+	ts_sleep_counts(&after);
+	cr_assert_eq(after.rests - before.rests, 1, "%llu rests: the scenario did not happen",
+	             (unsigned long long)(after.rests - before.rests));
+	cr_assert_eq(granted[0], left, "the waiter left asleep (%d) was served after the one "
+	             "that rested (%d): our unlock did not wake it", left, granted[0]);
+	cr_assert_eq(after.timed_out - before.timed_out, 0, "a sleep ended by its timeout");
 }
 
 /*
