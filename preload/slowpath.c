@@ -453,9 +453,7 @@ static void release(ts_word_t *lock, uint32_t word)
 
 bool ts_unlock_slow(ts_word_t *lock, uint16_t upper)
 {
-	/* A shared word is always checked: code without the preload may use it too. */
-	bool checked = __atomic_load_n(&ts_unlock_checks, __ATOMIC_RELAXED) ||
-	               ((uint32_t)upper << 16 & TS_SHARED);
+	bool checked = __atomic_load_n(&ts_unlock_checks, __ATOMIC_RELAXED);
 	uint32_t word;
 
 	if (!((uint32_t)upper << 16 & (TS_WAKE_HEAD | TS_WAKE_NEXT)) && !checked) {

@@ -40,12 +40,10 @@ TS_EXPORT int pthread_spin_init(pthread_spinlock_t *lock, int pshared)
 	uint32_t word = pshared == PTHREAD_PROCESS_SHARED ? TS_SHARED : 0;
 
 	/*
-	 * Every unlock comes out of line to be checked (TICKET_CHECK_UNLOCK,
-	 * and always on a process-shared lock, which code without the preload
-	 * may also take: doc/reliability.md), or, for TICKET_STATS, to be
-	 * counted on a lock contended before.
+	 * Every unlock comes out of line to be checked (TICKET_CHECK_UNLOCK),
+	 * or, for TICKET_STATS, to be counted on a lock contended before.
 	 */
-	if (__builtin_expect(cfg->check_unlock, 0) || pshared == PTHREAD_PROCESS_SHARED ||
+	if (__builtin_expect(cfg->check_unlock, 0) ||
 	    (__builtin_expect(cfg->stats != NULL, 0) && ts_stats_init(word_of(lock))))
 		word |= TS_UNLOCK_DUE;
 	__atomic_store_n(word_of(lock), word, __ATOMIC_RELAXED);

@@ -756,9 +756,9 @@ void ts_stats_after_unlock(const void *lock, bool checked)
 			return;
 	}
 	/*
-	 * TICKET_CHECK_UNLOCK marks every lock at its init, and so does a
-	 * process-shared init: only those seen contended are counted, or the
-	 * tables would fill with the locks a program never contends.
+	 * TICKET_CHECK_UNLOCK marks every lock at its init: only those seen
+	 * contended are counted, or the tables would fill with the locks a
+	 * program never contends.
 	 */
 	if (__builtin_expect(checked, 0) && !seen_contended(ts_lock_hash(lock)))
 		return;

@@ -82,9 +82,8 @@ void ts_stats_steal(const void *lock, const void *caller, bool yielded, bool fir
  * out of line for it), while the other threads have the lock: counts the
  * release, and if the calling thread's pending record is of @lock, takes its
  * hold sample and folds it into the per-lock aggregates.  @checked: the
- * unlock read the lock byte, as it does with TICKET_CHECK_UNLOCK and on a
- * process-shared word, whose mark every such lock carries from its init
- * (then only a lock seen contended counts).
+ * unlock read the lock byte, as it does with TICKET_CHECK_UNLOCK, whose mark
+ * every initialised lock carries (then only a lock seen contended counts).
  * The first call in a thread may claim its slot (system calls, no
  * cancellation point).
  */
