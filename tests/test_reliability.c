@@ -283,16 +283,14 @@ Test(fork, a_private_lock_in_shared_memory_is_not_repaired_by_a_child_strict_fif
 Test(fork, a_child_that_cannot_read_its_maps_repairs_nothing)
 {
 	struct probe_result r;
-	char asan[512];
-	const char *asan_was = getenv("ASAN_OPTIONS");
 
+#ifdef __SANITIZE_ADDRESS__
+	/* ASan's leak check reads /proc at the probe's exit: not there, by design */
+	cr_skip_test("an ASan build: its leak check needs the /proc this probe hides");
+#endif
 	if (geteuid() != 0 || access("/usr/bin/unshare", X_OK) != 0)
 		cr_skip_test("needs root and unshare(1) for a /proc the probe cannot read");
-	/* an ASan build's leak check reads /proc at exit: not there, by design */
-	snprintf(asan, sizeof(asan), "ASAN_OPTIONS=%s%sdetect_leaks=0", asan_was ? asan_was : "",
-	         asan_was && asan_was[0] ? ":" : "");
-	probe_run(&r, (const char *const[]){ asan, NULL },
-	          (const char *const[]){ "/usr/bin/unshare", "-m", "/bin/sh", "-c",
+	probe_run(&r, NULL, (const char *const[]){ "/usr/bin/unshare", "-m", "/bin/sh", "-c",
 	                                           "mount -t tmpfs none /proc && exec \"$0\" forkunread",
 	                                           RELIABILITYPROBE, NULL }, 60);
 	if (strstr(r.out, "provider ") == NULL)
