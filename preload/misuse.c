@@ -76,6 +76,28 @@ static bool should_report(const void *lock, enum ts_misuse_kind kind, uint64_t *
 	return first_report(lock, kind) && ts_rate_allows(&misuse_rate, skipped);
 }
 
+/* The names in a report made by a thread that holds no ticket (dladdr() may be used). */
+struct report_names {
+	char where[160], from[160], note[96];
+};
+
+/*
+ * True when a report of @kind on @lock is due (should_report()); then @n
+ * names the lock, the @caller and the reports the rate limit skipped.
+ */
+static bool report_due(const void *lock, enum ts_misuse_kind kind, const void *caller,
+                       struct report_names *n)
+{
+	uint64_t skipped;
+
+	if (!should_report(lock, kind, &skipped))
+		return false;
+	ts_describe_address(n->where, sizeof(n->where), lock);
+	ts_describe_address(n->from, sizeof(n->from), caller);
+	ts_suppressed_note(n->note, sizeof(n->note), skipped);
+	return true;
+}
+
 /*
  * The unlock of a lock we held whose byte glibc's lock decremented.  Nothing
  * we could write serves both: glibc's waiter takes only a positive word and
@@ -85,58 +107,46 @@ static bool should_report(const void *lock, enum ts_misuse_kind kind, uint64_t *
  */
 static void unlock_decremented(const void *lock, uint32_t word, const void *caller)
 {
-	char where[160], from[160], note[96];
-	uint64_t skipped;
+	struct report_names n;
 
-	if (!should_report(lock, TS_MISUSE_DECREMENTED, &skipped))
+	if (!report_due(lock, TS_MISUSE_DECREMENTED, caller, &n))
 		return;
-	ts_describe_address(where, sizeof(where), lock);
-	ts_describe_address(from, sizeof(from), caller);
-	ts_suppressed_note(note, sizeof(note), skipped);
 	ts_log("misuse: pthread_spin_unlock(%s) called from %s: the lock byte is 0x%02x, our "
 	       "held 0x%02x decremented (word 0x%08x), as glibc's pthread_spin_lock leaves a lock "
 	       "it finds held: code without ticketspin uses this lock (a process started "
 	       "without the preload, a statically linked or set-user-ID program?), and the two "
 	       "encodings cannot share it (doc/reliability.md); returned EPERM, lock left "
 	       "unchanged (reported once per lock)%s",
-	       where, from, ts_lock_byte(word), TS_LOCKED, word, note);
+	       n.where, n.from, ts_lock_byte(word), TS_LOCKED, word, n.note);
 }
 
 void ts_misuse_unlock_unheld(const void *lock, uint32_t word, const void *caller)
 {
-	char where[160], from[160], note[96];
-	uint64_t skipped;
+	struct report_names n;
 
 	if (ts_byte_is_decremented(ts_lock_byte(word))) {
 		unlock_decremented(lock, word, caller);
 		return;
 	}
-	if (!should_report(lock, TS_MISUSE_UNLOCK_UNHELD, &skipped))
+	if (!report_due(lock, TS_MISUSE_UNLOCK_UNHELD, caller, &n))
 		return;
-	ts_describe_address(where, sizeof(where), lock);
-	ts_describe_address(from, sizeof(from), caller);
-	ts_suppressed_note(note, sizeof(note), skipped);
 	ts_log("misuse: pthread_spin_unlock(%s) called from %s: the lock is not held "
 	       "(word 0x%08x); returned EPERM, lock left unchanged "
 	       "(reported once per lock)%s",
-	       where, from, word, note);
+	       n.where, n.from, word, n.note);
 }
 
 void ts_misuse_destroy_held(const void *lock, uint32_t word, const void *caller)
 {
-	char where[160], from[160], note[96];
-	uint64_t skipped;
+	struct report_names n;
 	unsigned waiting = ts_queued(word);
 
-	if (!should_report(lock, TS_MISUSE_DESTROY_HELD, &skipped))
+	if (!report_due(lock, TS_MISUSE_DESTROY_HELD, caller, &n))
 		return;
-	ts_describe_address(where, sizeof(where), lock);
-	ts_describe_address(from, sizeof(from), caller);
-	ts_suppressed_note(note, sizeof(note), skipped);
 	ts_log("misuse: pthread_spin_destroy(%s) called from %s: the lock is held "
 	       "(word 0x%08x, %u thread%s waiting); returned 0 as glibc does, lock left "
 	       "unchanged (reported once per lock)%s",
-	       where, from, word, waiting, waiting == 1 ? "" : "s", note);
+	       n.where, n.from, word, waiting, waiting == 1 ? "" : "s", n.note);
 }
 
 /*

@@ -438,7 +438,8 @@ static void release(ts_word_t *lock, uint32_t word)
 			announced = true;
 		}
 		/* RELEASE pairs with the next holder's ACQUIRE, as in ts_unlock(). */
-		if (__atomic_compare_exchange_n(lock, &word, word & ~(TS_LOCK_BYTE | TS_WAKE_HEAD | TS_WAKE_NEXT),
+		if (__atomic_compare_exchange_n(lock, &word,
+		                                word & ~(TS_LOCK_BYTE | TS_WAKE_HEAD | TS_WAKE_NEXT),
 		                                false, __ATOMIC_RELEASE, __ATOMIC_RELAXED))
 			break;
 	}
@@ -1188,25 +1189,26 @@ static void stats_wait_begins_outside(struct waiter *w, bool *timed)
 }
 
 /*
- * Records a contended acquisition for TICKET_STATS, and marks the lock with
- * TS_UNLOCK_DUE, if it is not yet, so that our unlock folds the record and
- * every unlock from now on counts a release (stats.c).
+ * TICKET_STATS: marks the lock with TS_UNLOCK_DUE unless @word, as last seen,
+ * has it, so that our unlock folds the record and every unlock from now on
+ * counts a release (stats.c).
  */
-static void stats_mark(ts_word_t *lock)
+static void stats_mark(ts_word_t *lock, uint32_t word)
 {
 	/*
 	 * An atomic OR, once: the word's other bits change under us (tickets, a
 	 * head's request); no one clears the bit but pthread_spin_init().
 	 */
-	if (!(__atomic_load_n(lock, __ATOMIC_RELAXED) & TS_UNLOCK_DUE))
+	if (!(word & TS_UNLOCK_DUE))
 		__atomic_fetch_or(lock, TS_UNLOCK_DUE, __ATOMIC_RELAXED);
 }
 
+/* Records a contended acquisition for TICKET_STATS, and marks the lock. */
 static void stats_record(ts_word_t *lock, const void *caller, struct ts_wait_stats *st,
                          uint32_t delay)
 {
 	ts_stats_record(lock, caller, st, delay);
-	stats_mark(lock);
+	stats_mark(lock, __atomic_load_n(lock, __ATOMIC_RELAXED));
 }
 
 /* Draws a ticket, or waits outside a full queue, and waits in the queue. */
@@ -1369,16 +1371,13 @@ static bool keep_or_give_back(const struct ts_config *cfg, ts_word_t *lock, uint
 
 /*
  * TICKET_STATS: a steal, taken at once, with @word as our steal saw or left
- * it; marks the lock as stats_record() does, without loading the word again
- * (a load right after our own atomic operation on it waits for it).
+ * it; marks the lock from that word, without loading it again (a load right
+ * after our own atomic operation on it waits for it).
  */
 static void stats_record_steal(ts_word_t *lock, const void *caller, bool yielded, uint32_t word)
 {
-	bool first = !(word & TS_UNLOCK_DUE);
-
-	ts_stats_steal(lock, caller, yielded, first);
-	if (first)
-		__atomic_fetch_or(lock, TS_UNLOCK_DUE, __ATOMIC_RELAXED);
+	ts_stats_steal(lock, caller, yielded, !(word & TS_UNLOCK_DUE));
+	stats_mark(lock, word);
 }
 
 int ts_lock_slow(ts_word_t *lock, uint8_t was, const void *caller)

@@ -11,9 +11,8 @@
  *    100 iterations): that look comes during the hand-over, and a clock read
  *    before it cost 2 threads a tenth of their throughput;
  *  - while the lock is held, one clock read and a dozen plain stores into
- *    the thread's own pending record (ts_stats_record).  The time must be
- *    read while holding the lock: it orders the records of all threads like
- *    their tickets, which the totals need;
+ *    the thread's own pending record (ts_stats_record), where the hold
+ *    sample starts; a steal, three thread-local stores (ts_stats_steal);
  *  - after the release, the rest: the hold sample (one clock read) and
  *    folding the record into the per-lock aggregates (hash lookups,
  *    histograms).  The slow path sets TS_UNLOCK_DUE in the lock word, which
@@ -712,15 +711,25 @@ static struct ts_thread_slot *my_slot(void)
 }
 
 /* Folds the pending record; names a new call site's object if it is new. */
+/*
+ * After @t's tables took a contended acquisition (they had @sites call
+ * sites before): the report at exit is due, and a new call site's object is
+ * named if it is new.
+ */
+static void recorded(struct ts_thread_slot *t, uint32_t sites)
+{
+	if (!__atomic_load_n(&any_recorded, __ATOMIC_RELAXED))
+		__atomic_store_n(&any_recorded, true, __ATOMIC_RELAXED);
+	if (t->nsites != sites && !module_known(t->sites[t->last_site].caller))
+		note_modules(); /* a dlopen()ed object */
+}
+
 static void fold(struct ts_thread_slot *t)
 {
 	uint32_t sites = t->nsites;
 
 	ts_slot_fold(t);
-	if (!__atomic_load_n(&any_recorded, __ATOMIC_RELAXED))
-		__atomic_store_n(&any_recorded, true, __ATOMIC_RELAXED);
-	if (t->nsites != sites && !module_known(t->sites[t->last_site].caller))
-		note_modules(); /* a dlopen()ed object */
+	recorded(t, sites);
 }
 
 /* ---- the slow path's calls ------------------------------------------------------ */
@@ -846,10 +855,7 @@ static void count_steal(bool released)
 	if (t != NULL) {
 		sites = t->nsites;
 		ts_slot_count_steal(t, steal.lock, steal.caller, steal.yields, released);
-		if (!__atomic_load_n(&any_recorded, __ATOMIC_RELAXED))
-			__atomic_store_n(&any_recorded, true, __ATOMIC_RELAXED);
-		if (t->nsites != sites && !module_known(t->sites[t->last_site].caller))
-			note_modules(); /* a dlopen()ed object */
+		recorded(t, sites);
 	}
 	steal.lock = 0;
 }

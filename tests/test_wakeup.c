@@ -78,6 +78,25 @@ static void served_or_a_lost_wake_up(int waiters, const struct ts_sleep_counts *
 }
 
 /* Waiters in the queue (the holder has no ticket). */
+/*
+ * Since @before, no sleep ended by its timeout (a missed wake-up), and
+ * enough were woken for that to mean something: most of @rounds x @waiters
+ * sleep; a few may find their turn before they sleep (98 of 100 in one ASan
+ * run), so half.
+ */
+static void no_sleep_timed_out(const struct ts_sleep_counts *before, int rounds, int waiters)
+{
+	struct ts_sleep_counts after;
+
+	ts_sleep_counts(&after);
+	cr_assert_eq(after.timed_out - before->timed_out, 0,
+	             "%llu sleeps ended by their timeout: missed wake-ups",
+	             (unsigned long long)(after.timed_out - before->timed_out));
+	cr_assert_geq(after.woken - before->woken, (uint64_t)rounds * (unsigned)waiters / 2,
+	              "too few sleeps for the test to mean anything (%llu)",
+	              (unsigned long long)(after.woken - before->woken));
+}
+
 static unsigned tickets_drawn(void)
 {
 	return ts_queued(__atomic_load_n(&lock_word, __ATOMIC_ACQUIRE));
@@ -91,7 +110,7 @@ static unsigned tickets_drawn(void)
  */
 static void rounds_of(int waiters, int rounds, int room, bool fifo)
 {
-	struct ts_sleep_counts before, after;
+	struct ts_sleep_counts before;
 	pthread_t tids[16];
 
 	ts_sleep_counts(&before);
@@ -127,18 +146,7 @@ static void rounds_of(int waiters, int rounds, int room, bool fifo)
 		cr_assert(ts_lock_byte(lock_word) == 0 && ts_queued(lock_word) == 0,
 		          "round %d: word %#x left", round, lock_word);
 	}
-	ts_sleep_counts(&after);
-	cr_assert_eq(after.timed_out - before.timed_out, 0,
-	             "%llu sleeps ended by their timeout: missed wake-ups",
-	             (unsigned long long)(after.timed_out - before.timed_out));
-	/*
-	 * Most waiters sleep and are woken; a few may find their turn before
-	 * they sleep (98 of 100 in one ASan run): half is enough to mean
-	 * something, and a missed wake-up fails above.
-	 */
-	cr_assert_geq(after.woken - before.woken, (uint64_t)rounds * (unsigned)waiters / 2,
-	              "too few sleeps for the test to mean anything (%llu)",
-	              (unsigned long long)(after.woken - before.woken));
+	no_sleep_timed_out(&before, rounds, waiters);
 }
 
 /* Strict FIFO: the head sleeps (TS_WAKE_HEAD); the holder's unlock must wake it. */
@@ -211,7 +219,7 @@ static int threads_asleep_on(const void *uaddr)
  */
 static void shared_rounds_of(int waiters, int rounds)
 {
-	struct ts_sleep_counts before, after;
+	struct ts_sleep_counts before;
 	pthread_t tids[16];
 
 	__atomic_store_n(&lock_word, TS_SHARED, __ATOMIC_RELAXED);
@@ -232,18 +240,7 @@ static void shared_rounds_of(int waiters, int rounds)
 		cr_assert_eq(grants, waiters);
 		cr_assert_eq(lock_word, TS_SHARED, "round %d: word %#x left", round, lock_word);
 	}
-	ts_sleep_counts(&after);
-	cr_assert_eq(after.timed_out - before.timed_out, 0,
-	             "%llu sleeps ended by their timeout: missed wake-ups",
-	             (unsigned long long)(after.timed_out - before.timed_out));
-	/*
-	 * Most waiters sleep and are woken; a few may find their turn before
-	 * they sleep (98 of 100 in one ASan run): half is enough to mean
-	 * something, and a missed wake-up fails above.
-	 */
-	cr_assert_geq(after.woken - before.woken, (uint64_t)rounds * (unsigned)waiters / 2,
-	              "too few sleeps for the test to mean anything (%llu)",
-	              (unsigned long long)(after.woken - before.woken));
+	no_sleep_timed_out(&before, rounds, waiters);
 }
 
 Test(wakeup, woken_on_a_process_shared_lock, .timeout = 30)
