@@ -185,6 +185,16 @@ static bool parse_bypass(const char *raw, struct ts_config *cfg)
 	return true;
 }
 
+static bool parse_bypass_ns(const char *raw, struct ts_config *cfg)
+{
+	long value;
+
+	if (!parse_long(raw, 0, TS_BYPASS_NS_MAX, &value) || (value != 0 && value < TS_BYPASS_NS_MIN))
+		return false;
+	cfg->bypass_ns = (uint32_t)value;
+	return true;
+}
+
 static bool parse_rest_us(const char *raw, struct ts_config *cfg)
 {
 	return parse_u32(raw, 0, TS_REST_US_MAX, &cfg->rest_us);
@@ -282,6 +292,7 @@ static const struct ts_option options[] = {
 	{ "TICKET_SPIN", "an integer 1..100000000", parse_spin },
 	{ "TICKET_QUEUE", "0 (strict FIFO) or an integer 2..63", parse_queue },
 	{ "TICKET_BYPASS", "0 (strict FIFO) or an integer 1..63", parse_bypass },
+	{ "TICKET_BYPASS_NS", "0 (no time bound) or nanoseconds 100..1000000", parse_bypass_ns },
 	{ "TICKET_REST_US", "0 (never rest) or microseconds 1..100000", parse_rest_us },
 	{ "TICKET_TURN_US", "0 (never yield) or microseconds 1..100000", parse_turn_us },
 	{ "TICKET_DOZE_US", "0 (never doze before queueing) or microseconds 1..100000", parse_doze_us },
@@ -306,6 +317,7 @@ static const struct ts_config defaults = {
 	.wait = TS_WAIT_PARK,
 	.spin_budget = 2000,
 	.bypass_max = TS_BYPASS_DEFAULT,
+	.bypass_ns = 500,
 	.queue_capacity = TS_QUEUE_CAPACITY,
 	.rest_us = 500,
 	.turn_us = 500,
@@ -395,10 +407,10 @@ static void report(const struct ts_config *cfg)
 	if (cfg->delay_mode == TS_DELAY_FIXED)
 		snprintf(fixed, sizeof(fixed), " factor=%u", cfg->delay_factor);
 	ts_log("delay=%s%s min=%u max=%u table=%s hash_bits=%u wait=%s spin=%u "
-	       "bypass=%u queue=%u rest_us=%u turn_us=%u doze_us=%u active=%u active_us=%u stall_ms=%u stats=%s stats_top=%u check_unlock=%d strict=%d",
+	       "bypass=%u bypass_ns=%u queue=%u rest_us=%u turn_us=%u doze_us=%u active=%u active_us=%u stall_ms=%u stats=%s stats_top=%u check_unlock=%d strict=%d",
 	       delay_mode_name(cfg), fixed, cfg->delay_min, cfg->delay_max,
 	       cfg->table == TS_TABLE_HASHED ? "hashed" : "single", cfg->hash_bits,
-	       wait_name(cfg->wait), cfg->spin_budget, cfg->bypass_max, cfg->queue_capacity,
+	       wait_name(cfg->wait), cfg->spin_budget, cfg->bypass_max, cfg->bypass_ns, cfg->queue_capacity,
 	       cfg->rest_us, cfg->turn_us, cfg->doze_us, cfg->active, cfg->active_us, cfg->stall_ms,
 	       cfg->stats == NULL ? "off" : cfg->stats[0] == '\0' ? "stderr" : cfg->stats,
 	       cfg->stats_top, cfg->check_unlock, cfg->strict);

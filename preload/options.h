@@ -42,6 +42,7 @@ struct ts_config {
 	enum ts_wait_policy wait;
 	uint32_t spin_budget;    /* pauses without progress before yielding/parking */
 	uint32_t bypass_max;     /* most steals past a watching head; 0: strict FIFO */
+	uint32_t bypass_ns;      /* and for at most this long, then the lock is the head's; 0: no time bound */
 	uint32_t queue_capacity; /* most tickets in the queue; more wait outside */
 	uint32_t rest_us;        /* a stealer stopped at the bound sleeps this long first; 0: never */
 	uint32_t turn_us;        /* stealing past a head that does not watch: yield after this long; 0: never */
@@ -81,6 +82,8 @@ extern bool ts_unlock_checks;
  * many steals at most.
  */
 #define TS_BYPASS_DEFAULT   31u
+#define TS_BYPASS_NS_MIN    100u
+#define TS_BYPASS_NS_MAX    1000000u  /* 1 ms: beyond it the count bounds first anyway */
 #define TS_ACTIVE_US_MIN    100u
 #define TS_ACTIVE_US_MAX    100000u
 

@@ -33,7 +33,11 @@
  *     the lock as soon as it sees it free, whatever the count.  Once the count
  *     is reached, stealers queue and the lock is the head's at the next
  *     release: a running waiter at the head is bypassed at most
- *     TICKET_BYPASS times.
+ *     TICKET_BYPASS times; and on a saturated lock for about
+ *     TICKET_BYPASS_NS: a head that has watched that long, bypassed
+ *     TS_REST_MIN_BYPASSED times or more, fills the count itself
+ *     (head_out_of_patience()), so that its wait is bounded in time too,
+ *     not only by steals that may each take a cache-line transfer or more.
  *  3. Restriction.  Behind the head, a waiter sleeps at once, unless it is
  *     the next after a watching head and no one sleeps (the head will take
  *     the lock within a hand-over; it then spins up to TS_NEXT_SPIN_NS: a
@@ -492,6 +496,7 @@ struct waiter {
 	struct ts_stall_watch stall;
 	struct ts_wait_stats st;      /* for TICKET_STATS (stats.c) */
 	bool stats_look_due;          /* TICKET_STATS: the wait's timing starts at the next look */
+	uint8_t bypassed_at_fill;     /* 1 + the steals our watch had seen when we filled its count */
 };
 
 /* The values are the acquired probe's "how" (probes.h). */
@@ -572,7 +577,8 @@ static bool take_as_head(struct waiter *w, uint8_t ticket, uint32_t *word)
 	                                 __ATOMIC_RELAXED))
 		return false;
 	if (*word & TS_WATCHING)
-		note_head_bypassed(w->hash, ts_bypass(*word));
+		note_head_bypassed(w->hash, w->bypassed_at_fill != 0 ? w->bypassed_at_fill - 1u
+		                                                     : ts_bypass(*word));
 	if (ts_queued(*word) >= queue_capacity(w->cfg))
 		ts_wake_outside(w->hash); /* room in the queue now */
 	return true;
@@ -601,6 +607,35 @@ static bool escape(struct waiter *w, uint32_t *word)
 	if (ts_queued(*word) >= queue_capacity(w->cfg))
 		ts_wake_outside(w->hash); /* room in the queue now (the model's R2) */
 	return true;
+}
+
+/*
+ * The head's bound in time (TICKET_BYPASS_NS; step 2).  The count alone
+ * lets a running head wait for TICKET_BYPASS steals however long they take,
+ * and at two threads that wait was the 1-in-1,000 (doc/benchmarks.md).  A
+ * head that has watched for TICKET_BYPASS_NS while the lock stayed taken,
+ * and had been bypassed TS_REST_MIN_BYPASSED times or more by then, fills
+ * the count itself: the lock is saturated, and is the head's at the next
+ * release; the stealer it stops rests (step 4), as at a count the steals
+ * filled.  Bypassed fewer times, the lock comes free between acquisitions:
+ * stopping the stealers there cost throughput (a hand-over at every stop,
+ * and a rest would leave a CPU idle), so the count alone bounds that watch.
+ * Decided once per watch, at the first look past TICKET_BYPASS_NS.  With
+ * @*word reloaded if the word changed.
+ */
+static void head_out_of_patience(struct waiter *w, uint32_t *word)
+{
+	uint32_t bypassed = ts_bypass(*word);
+	uint32_t filled = (*word & ~TS_BYPASS_MASK) | (w->cfg->bypass_max << TS_BYPASS_SHIFT);
+
+	if (bypassed < TS_REST_MIN_BYPASSED)
+		return;
+	/* Relaxed: a count; ownership is taken only by an ACQUIRE compare-and-swap. */
+	if (__atomic_compare_exchange_n(w->lock, word, filled, false, __ATOMIC_RELAXED,
+	                                __ATOMIC_RELAXED)) {
+		*word = filled;
+		w->bypassed_at_fill = (uint8_t)(bypassed + 1u);
+	}
 }
 
 /*
@@ -722,6 +757,7 @@ static enum how_taken wait_in_queue(struct waiter *w, uint8_t ticket, uint32_t w
 	uint64_t next_check = cfg->spin_budget;
 	uint64_t free_since = 0;        /* the watching head left the lock free since (ns) */
 	uint64_t next_since = 0;        /* we have spun behind a watching head since (ns) */
+	uint64_t watch_since = 0;       /* we have watched as the head since (ns); UINT64_MAX: patience decided */
 
 	for (;;) {
 		uint32_t pos = ts_tickets_between(ts_head(word), ticket);
@@ -739,9 +775,25 @@ static enum how_taken wait_in_queue(struct waiter *w, uint8_t ticket, uint32_t w
 			uint32_t watching = (word | TS_WATCHING) & ~TS_BYPASS_MASK;
 
 			if (__atomic_compare_exchange_n(w->lock, &word, watching, false,
-			                                __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+			                                __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
 				word = watching;
+				watch_since = 0;
+				w->bypassed_at_fill = 0;
+			}
 			continue;
+		}
+		if (pos == 0 && (word & TS_WATCHING) && watch_since != UINT64_MAX &&
+		    cfg->bypass_ns != 0 && !strict && ts_is_held(word) &&
+		    ts_bypass(word) < cfg->bypass_max) {
+			uint64_t now = ts_now_ns();
+
+			if (watch_since == 0) {
+				watch_since = now;
+			} else if (now - watch_since >= cfg->bypass_ns) {
+				watch_since = UINT64_MAX; /* decided, for this watch */
+				head_out_of_patience(w, &word);
+				continue;
+			}
 		}
 		if (moving != seen) {
 			seen = moving;

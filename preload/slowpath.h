@@ -30,6 +30,19 @@
  */
 #define TS_DOZE_MAX_BYPASSED 16u
 
+/*
+ * A head that has watched TICKET_BYPASS_NS stops the stealers only if it had
+ * been bypassed this often or more by then: the lock is saturated
+ * (slowpath.c, head_out_of_patience()).  With the default 500 ns, a steal
+ * every 60 ns or faster: the holder's burst at work 0 and 30 on the 2-CPU
+ * VM, where the lock's line moves in 50-100 ns; at work 100 the head's
+ * watch saw fewer, and stopping the stealers there cost 5-13% (a hand-over
+ * at each stop, or a rest that leaves a CPU idle).  It scales with the
+ * line's transfer time: where a steal takes longer, raise TICKET_BYPASS_NS
+ * with it.
+ */
+#define TS_REST_MIN_BYPASSED 8u
+
 /* The most dozes before queueing, per acquisition (step 7). */
 #define TS_DOZES_MAX 4u
 

@@ -81,7 +81,8 @@
  *    critical section) and wait.
  *  - Contended: a thread that finds the lock free but the queue not empty
  *    may keep it (steal) unless the head is watching and has been
- *    bypassed TICKET_BYPASS times already; otherwise it draws a ticket and
+ *    bypassed TICKET_BYPASS times already (or, on a saturated lock, has
+ *    watched for TICKET_BYPASS_NS: it fills the count); otherwise it draws a ticket and
  *    queues (stopped by that count, once per acquisition, it first sleeps
  *    TICKET_REST_US holding nothing: the rest; not if it was the last to
  *    rest on that lock and its rest ended less than 8 x TICKET_REST_US ago,
@@ -115,7 +116,9 @@
  *  I3 while TS_WATCHING is set, bypass counts the acquisitions by other than
  *     the head (critical sections entered, not exchanges given back),
  *     saturating at TS_BYPASS_MAX, and no steal makes it exceed
- *     TICKET_BYPASS.  A trylock may (it takes any free lock: POSIX lets it
+ *     TICKET_BYPASS.  The watching head may fill it to TICKET_BYPASS
+ *     itself, once it has watched TICKET_BYPASS_NS on a saturated lock.
+ *     A trylock may exceed it (it takes any free lock: POSIX lets it
  *     fail only while the lock is held, and it cannot wait its turn); it
  *     counts itself up to TS_BYPASS_MAX and no further, so the field never
  *     wraps or carries into TS_WATCHING.  TS_WATCHING is set only by the

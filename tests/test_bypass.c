@@ -738,6 +738,8 @@ Test(bypass, a_watching_head_is_never_bypassed_past_the_bound, .timeout = 10)
 	long watched = 0;
 
 	bypass("8");
+	/* The count alone: a head out of patience would fill it to 9 itself. */
+	setenv("TICKET_BYPASS_NS", "0", 1);
 	/* A head that sleeps does not watch: keep it awake, so that it does. */
 	setenv("TICKET_WAIT", "spin", 1);
 	cr_assert_eq(ts_config()->wait, TS_WAIT_SPIN);
@@ -765,6 +767,131 @@ Test(bypass, a_watching_head_is_never_bypassed_past_the_bound, .timeout = 10)
 		pthread_join(t.tid, NULL);
 	}
 	cr_assert_gt(watched, 0, "the head never watched while we held the lock");
+}
+
+/*
+ * TICKET_BYPASS_NS: a real head that watches while we hold the lock fills
+ * the bypass count to TICKET_BYPASS itself once it has watched that long,
+ * if it had been bypassed TS_REST_MIN_BYPASSED times or more by then (here:
+ * steals written into the word by hand just after its watch began); an
+ * arrival then may not steal, and rests before it queues.  Bypassed fewer
+ * times (here: none, we hold the lock throughout), it leaves the count
+ * alone.  Nothing is timed but to void a trial: the fill is waited for
+ * (TICKET_BYPASS_NS=1000000 leaves a millisecond to write the steals, and
+ * a trial whose write came later than half of it is void), and with
+ * TICKET_BYPASS_NS=0 it never comes.
+ */
+struct patience {
+	uint32_t filled; /* the count the head left; UINT32_MAX: a void trial */
+	bool rested;     /* the arrival rested before it queued */
+};
+
+static bool wait_for_word(uint32_t mask, uint32_t at_least, uint64_t ms)
+{
+	uint64_t start = ts_now_ns();
+
+	while (ts_now_ns() - start < ms * 1000000u) {
+		uint32_t w = __atomic_load_n(&word, __ATOMIC_RELAXED);
+
+		if ((w & mask) >= at_least)
+			return true;
+		sched_yield();
+	}
+	return false;
+}
+
+/* TICKET_BYPASS_NS=@ns, TICKET_BYPASS=20, and a head that never sleeps (a sleeping head does not watch). */
+static void patience_setup(const char *ns)
+{
+	setenv("TICKET_BYPASS_NS", ns, 1);
+	bypass("20");
+	setenv("TICKET_WAIT", "spin", 1);
+	cr_assert_eq(ts_config()->bypass_ns, (uint32_t)strtoul(ns, NULL, 10));
+	cr_assert_eq(ts_config()->bypass_max, 20u);
+	cr_assert_eq(ts_config()->wait, TS_WAIT_SPIN);
+}
+
+static struct patience head_out_of_patience_after(uint32_t steals_by_hand, uint64_t hold_ms)
+{
+	struct patience p = { UINT32_MAX, false };
+	struct taker t = { 0 };
+	struct arrival a = { 0 };
+	bool written = true;
+	uint64_t rests, watched;
+
+	__atomic_store_n(&word, 0, __ATOMIC_RELAXED);
+	ts_lock(&word, NULL);
+	cr_assert_eq(pthread_create(&t.tid, NULL, head_thread, &t), 0);
+	cr_assert(wait_for_word(TS_WATCHING, TS_WATCHING, 5000), "the head never watched");
+	watched = ts_now_ns();
+	if (steals_by_hand != 0) {
+		uint32_t w = __atomic_load_n(&word, __ATOMIC_RELAXED);
+
+		written = ts_bypass(w) == 0 &&
+		          __atomic_compare_exchange_n(&word, &w, w + steals_by_hand * TS_BYPASS_ONE,
+		                                      false, __ATOMIC_RELAXED, __ATOMIC_RELAXED) &&
+		          ts_now_ns() - watched < 500000u;
+	}
+	(void)wait_for_word(TS_BYPASS_MASK, 20u * TS_BYPASS_ONE, hold_ms);
+	if (written)
+		p.filled = ts_bypass(__atomic_load_n(&word, __ATOMIC_RELAXED));
+	if (written && p.filled >= 20u) {
+		rests = rests_so_far();
+		cr_assert_eq(pthread_create(&a.tid, NULL, arrival_thread, &a), 0);
+		cr_assert(wait_for_word(TS_NEXT_FIELD, 2u << TS_NEXT_SHIFT, 5000),
+		          "the arrival never queued: word %#x", word);
+		p.rested = rests_so_far() != rests;
+	}
+	cr_assert(ts_unlock(&word));
+	cr_assert_eq(pthread_join(t.tid, NULL), 0);
+	if (a.tid != 0)
+		cr_assert_eq(pthread_join(a.tid, NULL), 0);
+	return p;
+}
+
+/* A few trials, for one whose steals were written in time. */
+static struct patience patience_trials(uint32_t steals_by_hand, uint64_t hold_ms)
+{
+	struct patience p = { UINT32_MAX, false };
+
+	for (int trial = 0; trial < 5 && p.filled == UINT32_MAX; trial++)
+		p = head_out_of_patience_after(steals_by_hand, hold_ms);
+	if (p.filled == UINT32_MAX)
+		cr_skip_test("the steals were not written within half the head's patience, 5 times");
+	return p;
+}
+
+Test(bypass, a_head_out_of_patience_on_a_saturated_lock_stops_the_stealers, .timeout = 30)
+{
+	struct patience p;
+
+	patience_setup("1000000");
+	p = patience_trials(TS_REST_MIN_BYPASSED, 5000);
+	cr_assert_eq(p.filled, 20u, "the head left the count at %u, not TICKET_BYPASS", p.filled);
+	cr_assert(p.rested, "the arrival stopped by a saturated lock's head did not rest");
+}
+
+Test(bypass, a_head_bypassed_fewer_times_than_the_minimum_stays_patient, .timeout = 30)
+{
+	struct patience p;
+
+	patience_setup("1000000");
+	p = patience_trials(TS_REST_MIN_BYPASSED - 1u, 50);
+	cr_assert_eq(p.filled, TS_REST_MIN_BYPASSED - 1u,
+	             "the head filled the count to %u after fewer than %u steals", p.filled,
+	             TS_REST_MIN_BYPASSED);
+	p = head_out_of_patience_after(0, 50);
+	cr_assert_eq(p.filled, 0u, "the head filled the count to %u, never bypassed", p.filled);
+}
+
+Test(bypass, no_time_bound_with_ticket_bypass_ns_0, .timeout = 30)
+{
+	struct patience p;
+
+	patience_setup("0");
+	p = patience_trials(TS_REST_MIN_BYPASSED + 4u, 50);
+	cr_assert_eq(p.filled, TS_REST_MIN_BYPASSED + 4u,
+	             "the head filled the count to %u with TICKET_BYPASS_NS=0", p.filled);
 }
 
 /*

@@ -37,6 +37,7 @@ Test(config, defaults)
 	cr_assert(!cfg.stats_keep, "TICKET_STATS_KEEP's default is 0");
 	cr_assert_eq(cfg.stats_top, 20);
 	cr_assert_eq(cfg.stall_ms, 1000);
+	cr_assert_eq(cfg.bypass_ns, 500, "TICKET_BYPASS_NS's default is 500 ns, not %u", cfg.bypass_ns);
 	/* not FIFO by default: stealing bounded by the most the word counts */
 	cr_assert_eq(cfg.bypass_max, TS_BYPASS_DEFAULT);
 	cr_assert_eq(cfg.bypass_max, 31);
@@ -94,6 +95,12 @@ Test(config, good_values)
 	cr_assert_eq(cfg.bypass_max, 1);
 	cr_assert_eq(parse_with("TICKET_BYPASS", "63", &cfg), 0);
 	cr_assert_eq(cfg.bypass_max, 63);
+	cr_assert_eq(parse_with("TICKET_BYPASS_NS", "0", &cfg), 0);
+	cr_assert_eq(cfg.bypass_ns, 0);
+	cr_assert_eq(parse_with("TICKET_BYPASS_NS", "100", &cfg), 0);
+	cr_assert_eq(cfg.bypass_ns, 100);
+	cr_assert_eq(parse_with("TICKET_BYPASS_NS", "1000000", &cfg), 0);
+	cr_assert_eq(cfg.bypass_ns, 1000000);
 	cr_assert_eq(parse_with("TICKET_REST_US", "0", &cfg), 0);
 	cr_assert_eq(cfg.rest_us, 0);
 	cr_assert_eq(parse_with("TICKET_REST_US", "100000", &cfg), 0);
@@ -155,6 +162,8 @@ Test(config, bad_values_keep_the_default)
 		{ "TICKET_QUEUE", "40000" },       { "TICKET_QUEUE", "64" },
 		{ "TICKET_QUEUE", "-1" },          { "TICKET_BYPASS", "64" },
 		{ "TICKET_BYPASS", "-1" },         { "TICKET_BYPASS", "1x" },
+		{ "TICKET_BYPASS_NS", "99" },      { "TICKET_BYPASS_NS", "1000001" },
+		{ "TICKET_BYPASS_NS", "-1" },      { "TICKET_BYPASS_NS", "500ns" },
 		{ "TICKET_REST_US", "-1" },        { "TICKET_REST_US", "100001" },
 		{ "TICKET_REST_US", "1ms" },
 		{ "TICKET_TURN_US", "-1" },        { "TICKET_TURN_US", "100001" },
@@ -279,6 +288,7 @@ static long setting_of(const struct ts_config *cfg, const char *name)
 		{ "TICKET_DELAY_HASH_BITS", offsetof(struct ts_config, hash_bits) },
 		{ "TICKET_SPIN", offsetof(struct ts_config, spin_budget) },
 		{ "TICKET_BYPASS", offsetof(struct ts_config, bypass_max) },
+		{ "TICKET_BYPASS_NS", offsetof(struct ts_config, bypass_ns) },
 		{ "TICKET_REST_US", offsetof(struct ts_config, rest_us) },
 		{ "TICKET_TURN_US", offsetof(struct ts_config, turn_us) },
 		{ "TICKET_DOZE_US", offsetof(struct ts_config, doze_us) },
@@ -323,6 +333,9 @@ Test(config, every_documented_range_at_its_edges)
 		{ "TICKET_SPIN", "0", false, NULL },           { "TICKET_SPIN", "100000001", false, NULL },
 		{ "TICKET_BYPASS", "0", true, NULL },          { "TICKET_BYPASS", "63", true, NULL },
 		{ "TICKET_BYPASS", "64", false, NULL },
+		{ "TICKET_BYPASS_NS", "0", true, NULL },       { "TICKET_BYPASS_NS", "100", true, NULL },
+		{ "TICKET_BYPASS_NS", "1000000", true, NULL }, { "TICKET_BYPASS_NS", "99", false, NULL },
+		{ "TICKET_BYPASS_NS", "1000001", false, NULL },
 		{ "TICKET_QUEUE", "0", true, NULL },           { "TICKET_QUEUE", "2", true, NULL },
 		{ "TICKET_QUEUE", "63", true, NULL },          { "TICKET_QUEUE", "1", false, NULL },
 		{ "TICKET_QUEUE", "64", false, NULL },
@@ -454,7 +467,7 @@ Test(config, verbose_reports_the_effective_settings_once)
 	cr_assert_eq(r.status, 0);
 	cr_assert(strstr(r.err, "ticketspin: delay=fixed factor=250 ") != NULL, "%s", r.err);
 	cr_assert(strstr(r.err, " table=single ") != NULL, "%s", r.err);
-	cr_assert(strstr(r.err, " bypass=31 queue=63 ") != NULL, "%s", r.err);
+	cr_assert(strstr(r.err, " bypass=31 bypass_ns=500 queue=63 ") != NULL, "%s", r.err);
 	cr_assert_eq(strchr(r.err, '\n'), r.err + strlen(r.err) - 1, "one line: %s", r.err);
 	cr_assert_null(strstr(r.out, "ticketspin: "));
 }
