@@ -163,6 +163,9 @@
 #define REST 1                    /* TICKET_REST_US != 0 */
 #endif
 /* slowpath.c: must_rest(), for a thread that may not steal */
+#ifndef PATIENCE
+#define PATIENCE 0                /* TICKET_BYPASS_NS != 0: a watching head may fill the count */
+#endif
 #define must_rest(w) (REST && !STRICT && ((w) & WATCHING) && bypass(w) >= BYPASS)
 
 /* slowpath.c: may_steal() */
@@ -681,6 +684,24 @@ wait_in_queue:
 			fi
 		}
 		goto wait_in_queue
+	:: PATIENCE && between(head(w), t) == 0 && lockb(w) != 0 && !STRICT && (w & WATCHING) &&
+	   bypass(w) < BYPASS ->
+		/*
+		 * head_out_of_patience() (TICKET_BYPASS_NS): the watching head fills
+		 * the count to TICKET_BYPASS itself; when, and whether the lock was
+		 * saturated enough, is the clock's and the steals' rate: at any look.
+		 * Not a steal: "bypassed" does not count it.
+		 */
+		atomic {
+			drain(me);
+			if
+			:: word == w -> w = (w & (WMASK - BYP_MASK)) + BYPASS * BYP_ONE; word = w
+			:: else -> w = word
+			fi
+		}
+		goto wait_in_queue
+	:: PATIENCE && between(head(w), t) == 0 && lockb(w) != 0 && !STRICT && (w & WATCHING) &&
+	   bypass(w) < BYPASS -> skip /* patient still: look on */
 	:: else
 	fi;
 	if
