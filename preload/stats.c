@@ -597,6 +597,12 @@ static __thread struct {
 	uintptr_t lock, caller;
 	uint32_t yields;
 } steal TLS_IE; /* see ts_stats_steal() */
+/* Where the last steal was counted: valid while @slot is the thread's (count_steal()). */
+static __thread struct {
+	struct ts_thread_slot *slot;
+	uintptr_t lock, caller;
+	struct ts_steal_recs recs;
+} steal_recs TLS_IE;
 
 static uint32_t nfree_slots;
 static pthread_key_t slot_key;
@@ -619,6 +625,7 @@ static void give_back_slot(void *arg)
 		fold(t);
 	mine = NULL;
 	mine_failed = true;
+	steal_recs.slot = NULL;
 	pthread_mutex_lock(&grow_lock);
 	if (nfree_slots < TS_MAX_THREADS)
 		free_slots[nfree_slots++] = t;
@@ -852,11 +859,34 @@ static void count_steal(bool released)
 	struct ts_thread_slot *t = my_slot();
 	uint32_t sites;
 
-	if (t != NULL) {
-		sites = t->nsites;
-		ts_slot_count_steal(t, steal.lock, steal.caller, steal.yields, released);
-		recorded(t, sites);
+	if (t == NULL) {
+		steal.lock = 0;
+		return;
 	}
+	/*
+	 * A holder's burst steals the same lock from the same call site again
+	 * and again: counted straight into the records the last one went to,
+	 * without the tables' lookups (at 16 threads on 2 CPUs, five in six
+	 * acquisitions are steals).  The same increments as ts_slot_count_steal().
+	 */
+	if (steal_recs.slot == t && steal_recs.lock == steal.lock &&
+	    steal_recs.caller == steal.caller) {
+		struct ts_lock_rec *r = steal_recs.recs.lock;
+
+		r->released += released;
+		r->contended++;
+		r->borrows++;
+		r->yields += steal.yields;
+		steal_recs.recs.site->count++;
+		steal.lock = 0;
+		return;
+	}
+	sites = t->nsites;
+	ts_slot_count_steal(t, steal.lock, steal.caller, steal.yields, released, &steal_recs.recs);
+	recorded(t, sites);
+	steal_recs.slot = steal_recs.recs.lock != NULL && steal_recs.recs.site != NULL ? t : NULL;
+	steal_recs.lock = steal.lock;
+	steal_recs.caller = steal.caller;
 	steal.lock = 0;
 }
 
@@ -1069,6 +1099,7 @@ static void forget_parent(void)
 	pthread_mutex_init(&grow_lock, NULL);
 	mine = NULL;
 	mine_failed = false;
+	steal_recs.slot = NULL; /* a new slot may be mapped where the unmapped one was */
 	any_recorded = false;
 	nfree_slots = 0; /* the parent's slots: not to be written (they stay mapped, unused) */
 	/* Without "%p" the child's report would overwrite the parent's: it keeps its file. */

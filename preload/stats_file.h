@@ -209,13 +209,22 @@ static inline uint64_t ts_slot_offset(uint32_t i)
  */
 void ts_slot_fold(struct ts_thread_slot *slot);
 
+/* The records a steal was counted in (NULL: dropped, the table full). */
+struct ts_steal_recs {
+	struct ts_lock_rec *lock;
+	struct ts_site_rec *site;
+};
+
 /*
  * Counts a steal of @lock from @caller in @slot, with @yields turns ended
  * before it: a contended acquisition with no wait, no hold sample and no
  * delay, so no pending record; and its release if @released (the writer).
+ * @recs receives the records it went to, so that the writer can count the
+ * next steals of the same lock and call site there directly (they stay
+ * the slot's while the slot is).
  */
 void ts_slot_count_steal(struct ts_thread_slot *slot, uint64_t lock, uint64_t caller,
-                         uint32_t yields, bool released);
+                         uint32_t yields, bool released, struct ts_steal_recs *recs);
 
 /* Counts one release of @lock in @slot (the writer, after an unlock). */
 void ts_slot_count_release(struct ts_thread_slot *slot, uint64_t lock);

@@ -113,11 +113,13 @@ void ts_slot_count_release(struct ts_thread_slot *t, uint64_t lock)
 }
 
 void ts_slot_count_steal(struct ts_thread_slot *t, uint64_t lock, uint64_t caller,
-                         uint32_t yields, bool released)
+                         uint32_t yields, bool released, struct ts_steal_recs *recs)
 {
 	struct ts_lock_rec *r = lock_rec_of(t, lock);
 	struct ts_site_rec *s;
 
+	recs->lock = NULL;
+	recs->site = NULL;
 	if (r == NULL) {
 		t->dropped_locks++;
 		t->dropped_releases += released;
@@ -132,6 +134,8 @@ void ts_slot_count_steal(struct ts_thread_slot *t, uint64_t lock, uint64_t calle
 		s->count++;
 	else
 		t->dropped_sites++;
+	recs->lock = r;
+	recs->site = s;
 }
 
 void ts_slot_fold(struct ts_thread_slot *t)
