@@ -619,23 +619,27 @@ static bool escape(struct waiter *w, uint32_t *word)
  * release; the stealer it stops rests (step 4), as at a count the steals
  * filled.  Bypassed fewer times, the lock comes free between acquisitions:
  * stopping the stealers there cost throughput (a hand-over at every stop,
- * and a rest would leave a CPU idle), so the count alone bounds that watch.
- * Decided once per watch, at the first look past TICKET_BYPASS_NS.  With
- * @*word reloaded if the word changed.
+ * and a rest would leave a CPU idle), so the count alone bounds that watch,
+ * and the head looks every TS_HEAD_EAGER_PAUSES pauses at most from then on:
+ * there the lock is free more often than not, and looks 64 pauses apart
+ * missed it.  Decided once per watch, at the first look past
+ * TICKET_BYPASS_NS.  True when the lock was saturated (the count filled, or
+ * changed under us: we look again); @*word reloaded if the word changed.
  */
-static void head_out_of_patience(struct waiter *w, uint32_t *word)
+static bool head_out_of_patience(struct waiter *w, uint32_t *word)
 {
 	uint32_t bypassed = ts_bypass(*word);
 	uint32_t filled = (*word & ~TS_BYPASS_MASK) | (w->cfg->bypass_max << TS_BYPASS_SHIFT);
 
 	if (bypassed < TS_REST_MIN_BYPASSED)
-		return;
+		return false;
 	/* Relaxed: a count; ownership is taken only by an ACQUIRE compare-and-swap. */
 	if (__atomic_compare_exchange_n(w->lock, word, filled, false, __ATOMIC_RELAXED,
 	                                __ATOMIC_RELAXED)) {
 		*word = filled;
 		w->bypassed_at_fill = (uint8_t)(bypassed + 1u);
 	}
+	return true;
 }
 
 /*
@@ -758,6 +762,7 @@ static enum how_taken wait_in_queue(struct waiter *w, uint8_t ticket, uint32_t w
 	uint64_t free_since = 0;        /* the watching head left the lock free since (ns) */
 	uint64_t next_since = 0;        /* we have spun behind a watching head since (ns) */
 	uint64_t watch_since = 0;       /* we have watched as the head since (ns); UINT64_MAX: patience decided */
+	bool eager = false;             /* patience decided, the lock not saturated: look often */
 
 	for (;;) {
 		uint32_t pos = ts_tickets_between(ts_head(word), ticket);
@@ -778,6 +783,7 @@ static enum how_taken wait_in_queue(struct waiter *w, uint8_t ticket, uint32_t w
 			                                __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
 				word = watching;
 				watch_since = 0;
+				eager = false;
 				w->bypassed_at_fill = 0;
 			}
 			continue;
@@ -791,7 +797,7 @@ static enum how_taken wait_in_queue(struct waiter *w, uint8_t ticket, uint32_t w
 				watch_since = now;
 			} else if (now - watch_since >= cfg->bypass_ns) {
 				watch_since = UINT64_MAX; /* decided, for this watch */
-				head_out_of_patience(w, &word);
+				eager = !head_out_of_patience(w, &word);
 				continue;
 			}
 		}
@@ -880,6 +886,8 @@ static enum how_taken wait_in_queue(struct waiter *w, uint8_t ticket, uint32_t w
 		}
 		ahead = ts_acquisitions_ahead(cfg, word, pos);
 		pauses = ts_pauses_before_look(cfg, w->delay, w->next_delay, ahead, pos == 0, strict);
+		if (eager && pos == 0 && (word & TS_WATCHING) && pauses > TS_HEAD_EAGER_PAUSES)
+			pauses = TS_HEAD_EAGER_PAUSES;
 		ts_pause_for(pauses);
 		stalled += pauses;
 		/* Relaxed: ownership is taken only by an ACQUIRE compare-and-swap. */
