@@ -10,6 +10,9 @@
 # Needs perl (perl-base, in every Debian) and the C compiler that built us.
 set -u
 srcdir=$(cd "$(dirname "$0")/.." && pwd)
+# config.h is the build tree's: automake runs the tests in BUILDDIR/tests
+# (a sanitizer build's source copy has none of its own).
+builddir=$(cd .. && pwd)
 CC=${CC:-cc}
 # Not under the library or a sanitizer runtime: the compiler is not ours.
 unset LD_PRELOAD
@@ -50,8 +53,8 @@ for mutant in "$srcdir"/tests/mutants/*.mutant; do
 	*) continue ;;
 	esac
 	for c in $targets; do
-		if ! "$CC" -fsyntax-only -std=gnu11 -D_GNU_SOURCE -I"$srcdir" -I"$tmp/src/preload" \
-			-I"$srcdir/preload" "$c" 2>"$tmp/err"; then
+		if ! "$CC" -fsyntax-only -std=gnu11 -D_GNU_SOURCE -I"$builddir" -I"$srcdir" \
+			-I"$tmp/src/preload" -I"$srcdir/preload" "$c" 2>"$tmp/err"; then
 			echo "FAIL: $name: does not compile ($(basename "$c")):"; head -n 5 "$tmp/err"
 			fail=1; break
 		fi
