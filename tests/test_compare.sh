@@ -188,6 +188,17 @@ else
 fi
 [ $failures -eq $f0 ] && echo "ok: the defaults: 8 modes, threads 1,2,4,8, 3 repeats, ./ticketspin-compare-out"
 
+# The command of the two cases below, run as sh -c "$write_envs" FILE: appends
+# to FILE, on one line, the TICKET_* variables it got (but the two every
+# preloaded mode sets), sorted.
+write_envs='env | grep "^TICKET_" | grep -v -e "^TICKET_VERBOSE=1$" -e "^TICKET_STRICT=1$" |
+	sort | tr "\n" " " >>"$0"; echo >>"$0"'
+# modes_and_envs CSV: "mode|variables", a line per run: each run's mode from
+# CSV beside the line its command wrote to $dir/envs (both in run order)
+modes_and_envs() {
+	awk -F, 'NR > 1 { print $2 }' "$1" | paste -d '|' - "$dir/envs"
+}
+
 # ---- each mode's settings, as ticketspin-compare(1) gives them: glibc no
 # preload; off and N TICKET_DELAY=off and =N, auto-single and auto-hashed
 # TICKET_DELAY=series with their table, all four strict FIFO
@@ -197,12 +208,11 @@ fi
 f0=$failures
 : >"$dir/envs"
 run -q --no-plot -r 1 --lib "$lib" -o "$dir/out" -n envs -- \
-	sh -c 'env | grep "^TICKET_" | grep -v -e "^TICKET_VERBOSE=1$" -e "^TICKET_STRICT=1$" |
-	       sort | tr "\n" " " >>"$0"; echo >>"$0"' "$dir/envs"
+	sh -c "$write_envs" "$dir/envs"
 if [ "$status" -ne 0 ]; then
 	fail "modes' settings: status $status"; show
 else
-	got=$(awk -F, 'NR > 1 { print $2 }' "$dir/out/envs.csv" | paste -d '|' - "$dir/envs")
+	got=$(modes_and_envs "$dir/out/envs.csv")
 	expect='glibc|
 off|TICKET_DELAY=off TICKET_QUEUE=0 
 10x|TICKET_DELAY=10 TICKET_QUEUE=0 
@@ -223,12 +233,11 @@ f0=$failures
 : >"$dir/envs"
 run -q --no-plot -r 1 -m glibc,auto --mode 'mine TICKET_DELAY=7 TICKET_BYPASS=3' \
 	-e TICKET_SPIN=99 --lib "$lib" -o "$dir/out" -n envs2 -- \
-	sh -c 'env | grep "^TICKET_" | grep -v -e "^TICKET_VERBOSE=1$" -e "^TICKET_STRICT=1$" |
-	       sort | tr "\n" " " >>"$0"; echo >>"$0"' "$dir/envs"
+	sh -c "$write_envs" "$dir/envs"
 if [ "$status" -ne 0 ]; then
 	fail "--mode and --env: status $status"; show
 else
-	got=$(awk -F, 'NR > 1 { print $2 }' "$dir/out/envs2.csv" | paste -d '|' - "$dir/envs")
+	got=$(modes_and_envs "$dir/out/envs2.csv")
 	expect='glibc|
 auto|TICKET_DELAY=auto TICKET_SPIN=99 
 mine|TICKET_BYPASS=3 TICKET_DELAY=7 TICKET_SPIN=99 '
