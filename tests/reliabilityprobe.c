@@ -238,6 +238,37 @@ static void *wait_for_probe_lock(void *arg)
 }
 
 /*
+ * The idiom's first half: the parent holds probe_lock and a thread queues for
+ * it (two tickets in line), to be forked while it waits.  Returns the thread.
+ */
+static pthread_t queue_a_waiter(void)
+{
+	pthread_t waiter;
+
+	step = "a waiter queues";
+	pthread_spin_lock(&probe_lock);
+	pthread_create(&waiter, NULL, wait_for_probe_lock, NULL);
+	while (tickets_in_line() < 2)
+		sched_yield();
+	return waiter;
+}
+
+/*
+ * The parent's half after the fork: releases probe_lock, joins @waiter, which
+ * gets it, and waits for @child.  Returns the child's wait status.
+ */
+static int release_and_wait_for(pthread_t waiter, pid_t child)
+{
+	int status;
+
+	pthread_spin_unlock(&probe_lock);
+	pthread_join(waiter, NULL);
+	step = "the child";
+	waitpid(child, &status, 0);
+	return status;
+}
+
+/*
  * @rounds times, the pthread_atfork idiom with a waiter: the parent holds
  * probe_lock, a thread queues for it, the parent forks while it waits; the
  * child releases the lock (as the idiom's child handler does) and must then
@@ -248,16 +279,10 @@ static int mode_fork(long rounds)
 {
 	pthread_spin_init(&probe_lock, PTHREAD_PROCESS_PRIVATE);
 	for (long r = 0; r < rounds; r++) {
-		pthread_t waiter;
+		pthread_t waiter = queue_a_waiter();
+		pid_t child = fork();
 		int status;
-		pid_t child;
 
-		step = "a waiter queues";
-		pthread_spin_lock(&probe_lock);
-		pthread_create(&waiter, NULL, wait_for_probe_lock, NULL);
-		while (tickets_in_line() < 2)
-			sched_yield();
-		child = fork();
 		if (child == 0) {
 			alarm(10);
 			pthread_spin_unlock(&probe_lock);
@@ -268,10 +293,7 @@ static int mode_fork(long rounds)
 			/* the ghost's ticket is gone: the word is idle, all zero */
 			_exit(tickets_in_line() == 0 && *(volatile uint32_t *)&probe_lock == 0 ? 0 : 3);
 		}
-		pthread_spin_unlock(&probe_lock);
-		pthread_join(waiter, NULL);
-		step = "the child";
-		waitpid(child, &status, 0);
+		status = release_and_wait_for(waiter, child);
 		CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0,
 		      "round %ld: the child %s", r,
 		      WIFEXITED(status) ? "found its lock's queue not empty" : "hung (or crashed)");
@@ -305,11 +327,7 @@ static int mode_forkunread(void)
 		return 1;
 	}
 	pthread_spin_init(&probe_lock, PTHREAD_PROCESS_PRIVATE);
-	step = "a waiter queues";
-	pthread_spin_lock(&probe_lock);
-	pthread_create(&waiter, NULL, wait_for_probe_lock, NULL);
-	while (tickets_in_line() < 2)
-		sched_yield();
+	waiter = queue_a_waiter();
 	child = fork();
 	if (child == 0) {
 		uint32_t word;
@@ -325,10 +343,7 @@ static int mode_forkunread(void)
 		}
 		_exit(0);
 	}
-	pthread_spin_unlock(&probe_lock);
-	pthread_join(waiter, NULL);
-	step = "the child";
-	waitpid(child, &status, 0);
+	status = release_and_wait_for(waiter, child);
 	CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0, "the child %s",
 	      !WIFEXITED(status) ? "hung (or crashed)" :
 	      WEXITSTATUS(status) == 3 ? "emptied its queue without reading its maps" :
