@@ -427,13 +427,29 @@ Test(stats_merge, init_marks_only_a_lock_seen_contended)
 	cr_assert_eq(n, 1);
 }
 
-/* Holds `word` until the other thread has begun to wait for it. */
+/* Takes `word`, which the main thread holds: a contended acquisition. */
 static void *contender(void *arg)
 {
 	(void)arg;
 	ts_lock(&word, NULL); /* contended: the main thread holds it */
 	cr_assert(ts_unlock(&word));
 	return NULL;
+}
+
+/*
+ * One contended acquisition of the idle `word`: we take it (the fast path),
+ * hold it until contender() has drawn a ticket, release it and join.
+ */
+static void one_contended_acquisition(void)
+{
+	pthread_t tid;
+
+	cr_assert(ts_lock_fast(&word, &(uint8_t){ 0 }));
+	cr_assert_eq(pthread_create(&tid, NULL, contender, NULL), 0);
+	while (ts_queued(__atomic_load_n(&word, __ATOMIC_ACQUIRE)) == 0)
+		sched_yield();
+	cr_assert(ts_unlock(&word));
+	cr_assert_eq(pthread_join(tid, NULL), 0);
 }
 
 /*
@@ -445,16 +461,10 @@ static void *contender(void *arg)
  */
 Test(stats_merge, a_marked_lock_counts_fast_path_and_trylock_acquisitions)
 {
-	pthread_t tid;
 	struct ts_report_row row;
 	long n;
 
-	cr_assert(ts_lock_fast(&word, &(uint8_t){ 0 }));
-	cr_assert_eq(pthread_create(&tid, NULL, contender, NULL), 0);
-	while (ts_queued(__atomic_load_n(&word, __ATOMIC_ACQUIRE)) == 0)
-		sched_yield();
-	cr_assert(ts_unlock(&word));
-	cr_assert_eq(pthread_join(tid, NULL), 0);
+	one_contended_acquisition();
 	cr_assert(__atomic_load_n(&word, __ATOMIC_RELAXED) & TS_UNLOCK_DUE, "not marked: %#x",
 	          __atomic_load_n(&word, __ATOMIC_RELAXED));
 	for (int k = 0; k < 1000; k++) {
@@ -490,12 +500,7 @@ Test(stats_merge, failed_trylocks_count_nowhere)
 	struct ts_report_row row;
 	long n;
 
-	cr_assert(ts_lock_fast(&word, &(uint8_t){ 0 }));
-	cr_assert_eq(pthread_create(&tid, NULL, contender, NULL), 0);
-	while (ts_queued(__atomic_load_n(&word, __ATOMIC_ACQUIRE)) == 0)
-		sched_yield();
-	cr_assert(ts_unlock(&word));
-	cr_assert_eq(pthread_join(tid, NULL), 0); /* 1 contended, 1 total */
+	one_contended_acquisition();              /* 1 contended, 1 total */
 	ts_lock(&word, NULL);                     /* 2 total */
 	cr_assert_eq(pthread_create(&tid, NULL, try_held, NULL), 0);
 	cr_assert_eq(pthread_join(tid, NULL), 0);
@@ -525,17 +530,10 @@ TestSuite(stats_off, .init = stats_unset);
 
 Test(stats_off, a_contended_lock_is_not_marked, .timeout = 10)
 {
-	pthread_t tid;
-
 	cr_assert_null(ts_config()->stats);
 	cr_assert_not(ts_config()->check_unlock);
 	for (int k = 0; k < 3; k++) {
-		cr_assert(ts_lock_fast(&word, &(uint8_t){ 0 }));
-		cr_assert_eq(pthread_create(&tid, NULL, contender, NULL), 0);
-		while (ts_queued(__atomic_load_n(&word, __ATOMIC_ACQUIRE)) == 0)
-			sched_yield();
-		cr_assert(ts_unlock(&word));
-		cr_assert_eq(pthread_join(tid, NULL), 0);
+		one_contended_acquisition();
 		cr_assert_not(__atomic_load_n(&word, __ATOMIC_RELAXED) & TS_UNLOCK_DUE,
 		              "marked without TICKET_STATS: %#x",
 		              __atomic_load_n(&word, __ATOMIC_RELAXED));
