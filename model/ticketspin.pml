@@ -50,7 +50,8 @@
  *    a woken head that watches a spin budget first (the C since 53f5309,
  *    the model helper's F2) is one of the behaviours, not a distinct one.
  *    TICKET_WAIT=park (the default) is modelled; spin and yield leave out
- *    sleeps.  A rest (must_rest(), TICKET_REST_US) is a step that looks at
+ *    sleeps (WAIT_SPIN=1: give_way() yields, which is a look here).  A rest
+ *    (must_rest(), TICKET_REST_US) is a step that looks at
  *    the word again, once per acquisition: the sleep itself is only time,
  *    which the interleavings already cover; REST=0 leaves it out.  So a
  *    rest skipped because this thread rested last on the lock (rest_is_due(),
@@ -77,8 +78,9 @@
  * NACQ0 (thread 0's pairs, default NACQ: one busy thread beside two that
  * lock once), UNLOCK_LOCKED (the unlock's load and store as one locked
  * instruction: closes the head's documented window), PROGRESS (the LTL
- * claim), FORK (thread 0 may fork between acquisitions; see below), and
- * the MUT_* mutations (README).
+ * claim), FORK (thread 0 may fork between acquisitions; see below),
+ * WAIT_SPIN (no sleep in the queue, as head or outside), and the MUT_*
+ * mutations (README).
  *
  * FORK: at a moment when the lock is not held (a lock held at fork() stays
  * held in the child, as glibc's), thread 0 calls fork() and the run goes on
@@ -119,6 +121,9 @@
 #endif
 #ifndef TRYLOCK
 #define TRYLOCK 0
+#endif
+#ifndef WAIT_SPIN
+#define WAIT_SPIN 0               /* TICKET_WAIT=spin or yield: give_way() never sleeps */
 #endif
 
 #define STRICT (BYPASS == 0)      /* strict_fifo(): TICKET_BYPASS=0 or TICKET_QUEUE=0 */
@@ -583,6 +588,7 @@ wait_outside:
 	:: queued(w) >= QCAP && !may_steal(w) ->
 		if
 		:: true          /* pause */
+#if !WAIT_SPIN
 		:: true ->
 			/* ts_sleep_outside() (parking.c), the spin budget spent */
 			atomic { s = oseq }
@@ -607,6 +613,7 @@ wait_outside:
 				}
 			fi;
 			atomic { s = 0; x = 0 }
+#endif
 		fi;
 		load(me, w);
 		goto wait_outside
@@ -751,6 +758,9 @@ wait_in_queue:
 		   (between(head(w), t) == 1 && (w & WATCHING) && !(w & SLEEPERS)) ->
 			/* keep looking (TS_NEXT_SPIN_NS: the next after a watching head, no one asleep; or the escape's clock) */
 			goto look
+#if WAIT_SPIN
+		:: true -> goto look     /* give_way() yields: a look */
+#else
 		:: true ->
 			/* give_way() -> ts_sleep_in_queue() (parking.c) */
 			atomic { s = seq }
@@ -776,11 +786,13 @@ wait_in_queue:
 			fi;
 			atomic { s = 0; x = 0; w = view(me) }
 			goto wait_in_queue
+#endif
 		fi
 	:: else ->
 		/* The head, the lock held. */
 		if
 		:: goto look
+#if !WAIT_SPIN
 		:: true ->
 			/* give_way() -> ts_sleep_as_head() (parking.c), patience spent */
 			atomic { s = seq }
@@ -831,6 +843,7 @@ sleep_as_head:
 slept:
 			atomic { s = 0; x = 0; w = view(me) }
 			goto wait_in_queue
+#endif
 		fi
 	fi;
 look:

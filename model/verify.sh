@@ -152,6 +152,15 @@ if [ $quick -eq 0 ]; then
 		"3 threads x 1, strict FIFO (TICKET_BYPASS=0)"
 fi
 
+# TICKET_WAIT=spin (or yield): no sleep anywhere, so no watch ends but by
+# the head's take or an escape.
+if [ $quick -eq 0 ]; then
+	check safety-2t-b1-spin pass "-DNT=2 -DNACQ=2 -DBYPASS=1 -DWAIT_SPIN=1" "$SAFE" "$M" \
+		"2 threads x 2, TICKET_BYPASS=1, TICKET_WAIT=spin"
+	check safety-3t-b1-spin pass "-DNT=3 -DNACQ=1 -DBYPASS=1 -DWAIT_SPIN=1" "$SAFE" "$M" \
+		"3 threads x 1, TICKET_BYPASS=1, TICKET_WAIT=spin"
+fi
+
 # The active set (TICKET_ACTIVE): an outsider gives back a lock it could
 # keep, once per acquisition, and goes to the gate (only time).
 check safety-2t-b1-active pass "-DNT=2 -DNACQ=2 -DBYPASS=1 -DACTIVE=1" "$SAFE" "$M" \
