@@ -70,8 +70,10 @@
  *
  * Ghost state (not in the C): in_cs (mutual exclusion), has/tk (who holds
  * which ticket), watch_on/watch_tk/bypassed (the watch of the head of the
- * queue and the steals counted against it: the bypass bound), want (a
- * lock() call waiting: the progress claim), done.
+ * queue and the steals counted against it: the bypass bound), wseen,
+ * hseen/qseen/qahead (the critical sections entered past the watch, the
+ * head, a ticket: I6), want (a lock() call waiting: the progress claim),
+ * done.
  *
  * Configuration (spin -D...): NT threads (2 or 3), NACQ lock/unlock pairs
  * each, QCAP, BYPASS, TRYLOCK (each acquisition may be a trylock),
@@ -79,8 +81,9 @@
  * lock once), UNLOCK_LOCKED (the unlock's load and store as one locked
  * instruction: closes the head's documented window), PROGRESS (the LTL
  * claim), FORK (thread 0 may fork between acquisitions; see below),
- * WAIT_SPIN (no sleep in the queue, as head or outside), and the MUT_*
- * mutations (README).
+ * WAIT_SPIN (no sleep in the queue, as head or outside), I6's bounds
+ * (WATCH_BOUND, TENURE_BOUND, QUEUE_BOUND, COUNT_TRYLOCK: below), and the
+ * MUT_* mutations (README).
  *
  * FORK: at a moment when the lock is not held (a lock held at fork() stays
  * held in the child, as glibc's), thread 0 calls fork() and the run goes on
@@ -192,6 +195,45 @@
 #define escape_cond(w, t) (lockb(w) == 0 && nextt(w) == (((t) + 1) & TMASK))
 #endif
 
+/*
+ * I6 (README: the acquisitions past a waiter).  One watch of the head sees
+ * at most TICKET_BYPASS steals (I3) and the holder it began under, whose
+ * critical section may come after the watch began: BYPASS + 1 entries by
+ * lock().  A head's whole tenure, or a ticket's whole wait, has no bound in
+ * count unless strict (a head that does not watch, asleep, not yet looking
+ * or passed by an escape, stops no stealer): TENURE_BOUND and QUEUE_BOUND
+ * assert one anyway, so that SPIN shows how it fails.  In strict FIFO the
+ * holder at the draw and the tickets ahead are all that can pass.
+ * COUNT_TRYLOCK counts trylocks too, which nothing bounds (POSIX: a trylock
+ * takes any free lock).  WATCH_BOUND may be lowered to see the holder's +1.
+ */
+#ifndef WATCH_BOUND
+#define WATCH_BOUND (BYPASS + 1)
+#endif
+#if defined(TENURE_BOUND) || defined(QUEUE_BOUND)
+#define SEEN 1
+#endif
+#ifndef TENURE_BOUND
+#define TENURE_BOUND (STRICT -> 1 : 255)
+#endif
+#ifndef QUEUE_BOUND
+#define QUEUE_BOUND 255
+#endif
+/*
+ * The per-waiter counts multiply states: kept only where a bound is asserted
+ * on them, and not in the progress runs, whose safety the safety runs check.
+ */
+#ifndef SEEN
+#ifdef PROGRESS
+#define SEEN 0
+#else
+#define SEEN STRICT
+#endif
+#endif
+#ifndef COUNT_TRYLOCK
+#define COUNT_TRYLOCK 0
+#endif
+
 /* Memory. */
 int word;                /* the lock word (pthread_spinlock_t), 0: free */
 bool bfull[NT];          /* store buffer, depth one: the unlock's byte store of 0 pending */
@@ -208,6 +250,15 @@ byte tk[NT];             /* ... this one */
 bool watch_on;           /* the head of the queue watches (it set TS_WATCHING, or joined with it) */
 byte watch_tk;           /* ... holding this ticket */
 byte bypassed;           /* steals since that watch began */
+byte wseen;              /* critical sections entered by others since that watch began (I6) */
+#if SEEN
+byte hseen[NT];          /* ... while this thread holds the ticket at the head */
+byte qseen[NT];          /* ... while it holds a ticket */
+byte qahead[NT];         /* ... and the tickets ahead of it when it drew */
+#define seen_clear(i)    hseen[i] = 0; qseen[i] = 0; qahead[i] = 0
+#else
+#define seen_clear(i)    skip
+#endif
 byte queue_len;          /* scratch for the capacity assertion (0 between steps) */
 bool want[NT];           /* in pthread_spin_lock(), not yet the owner */
 byte done;               /* threads finished */
@@ -240,14 +291,58 @@ inline store_byte0(me)
 	atomic { assert(!bfull[me]); bfull[me] = 1 }
 }
 
-/* Ghost: a ticket drawn is held by no one else. */
+/* Ghost: a ticket drawn is held by no one else; I6's counts for it start. */
 inline drew(me, tt)
 {
 	assert(!(has[0] && tk[0] == tt) && !(has[1] && tk[1] == tt));
 #if NT > 2
 	assert(!(has[2] && tk[2] == tt));
 #endif
-	has[me] = 1; tk[me] = tt
+	has[me] = 1; tk[me] = tt;
+#if SEEN
+	hseen[me] = 0; qseen[me] = 0; qahead[me] = between(head(word), tt)
+#else
+	skip
+#endif
+}
+
+/*
+ * Ghost (I6): thread @me enters its critical section, past @i if @i waits.
+ * The head is the word's, not the watch's: a head asleep or not yet looking
+ * is still the one passed.
+ */
+#if SEEN
+inline entry_seen(i, me)
+{
+	if
+	:: i != me && has[i] ->
+		qseen[i]++;
+		assert(qseen[i] <= (STRICT -> qahead[i] + 1 : QUEUE_BOUND));
+		if
+		:: tk[i] == head(word) -> hseen[i]++; assert(hseen[i] <= TENURE_BOUND)
+		:: else
+		fi
+	:: else
+	fi
+}
+#endif
+inline entered(me, tried)
+{
+	if
+	:: !tried || COUNT_TRYLOCK ->
+#if SEEN
+		entry_seen(0, me);
+		entry_seen(1, me);
+#if NT > 2
+		entry_seen(2, me);
+#endif
+#endif
+		if
+		:: watch_on -> wseen++; assert(wseen <= WATCH_BOUND)
+		:: else
+		fi
+	:: else
+	fi
 }
 
 /*
@@ -366,6 +461,9 @@ proctype thread(byte me)
 	bool slow;           /* the unlock went out of line */
 	bool rested;         /* this acquisition has rested (lock_queued()) */
 	bool outsider;       /* this acquisition gave the lock back as an outsider (ACTIVE) */
+#if TRYLOCK
+	bool tried;          /* this acquisition is a trylock's (I6 bounds lock()'s) */
+#endif
 
 acquire:
 	if
@@ -395,11 +493,11 @@ acquire:
 #endif
 				   ) ->
 					word = word & LOCKED;
-					has[1] = 0; noted[1] = 0;
+					has[1] = 0; noted[1] = 0; seen_clear(1);
 #if NT > 2
-					has[2] = 0; noted[2] = 0;
+					has[2] = 0; noted[2] = 0; seen_clear(2);
 #endif
-					watch_on = 0
+					watch_on = 0; wseen = 0
 				:: else
 				fi
 			:: else          /* the lock is held: no fork here */
@@ -421,7 +519,7 @@ acquire:
 			fi
 		}
 		if
-		:: ok -> ok = 0; goto critical
+		:: ok -> ok = 0; tried = 1; goto critical
 		:: else
 		fi;
 try_slow:
@@ -430,7 +528,7 @@ try_slow:
 		:: !(lockb(w) & LOCKED) ->
 			trylock_take(me, w, ok);
 			if
-			:: ok -> ok = 0; w = 0; goto critical
+			:: ok -> ok = 0; w = 0; tried = 1; goto critical
 			:: else -> goto try_slow
 			fi
 		:: else -> w = 0; n++; goto acquire      /* EBUSY: one attempt done */
@@ -562,7 +660,7 @@ lock_slow:
 				queue_len = 0;
 				if
 				:: queued(w) == 0 && !STRICT ->
-					watch_on = 1; watch_tk = t; bypassed = 0
+					watch_on = 1; watch_tk = t; bypassed = 0; wseen = 0
 				:: else
 				fi;
 				w = x; ok = 1
@@ -663,8 +761,8 @@ wait_in_queue:
 			:: word == w ->
 				word = x;
 				assert(has[me] && tk[me] == t);
-				has[me] = 0; tk[me] = 0;
-				watch_on = 0; bypassed = 0;     /* the head's watch ends */
+				has[me] = 0; tk[me] = 0; seen_clear(me);
+				watch_on = 0; bypassed = 0; wseen = 0;  /* the head's watch ends */
 				s = (queued(w) >= QCAP);        /* the queue was full */
 				ok = 1
 			:: else -> w = word; ok = 0; s = 0
@@ -686,7 +784,7 @@ wait_in_queue:
 			if
 			:: word == w ->
 				w = unwatched(w) | WATCHING; word = w;
-				watch_on = 1; watch_tk = t; bypassed = 0
+				watch_on = 1; watch_tk = t; bypassed = 0; wseen = 0
 			:: else -> w = word
 			fi
 		}
@@ -735,8 +833,8 @@ wait_in_queue:
 					word = x;
 					/* I2: only the last ticket goes back, and it is ours */
 					assert(has[me] && ((nextt(w) + TMASK) & TMASK) == t);
-					has[me] = 0; tk[me] = 0;
-					watch_on = 0; bypassed = 0;
+					has[me] = 0; tk[me] = 0; seen_clear(me);
+					watch_on = 0; bypassed = 0; wseen = 0;
 					s = (queued(w) >= QCAP);        /* the queue was full */
 					ok = 1
 				:: else -> w = word; ok = 0; s = 0
@@ -807,7 +905,7 @@ sleep_as_head:
 					:: word == x ->
 						word = unwatched(x) | WAKE_HEAD;
 						if
-						:: x & WATCHING -> watch_on = 0; bypassed = 0
+						:: x & WATCHING -> watch_on = 0; bypassed = 0; wseen = 0
 						:: else
 						fi;
 						ok = 1
@@ -858,7 +956,13 @@ critical:
 		noted[me] = 0;
 #endif
 		in_cs++;
-		assert(in_cs == 1)
+		assert(in_cs == 1);
+#if TRYLOCK
+		entered(me, tried);
+		tried = 0
+#else
+		entered(me, 0)
+#endif
 	}
 	atomic { in_cs-- }
 
