@@ -566,7 +566,12 @@ try_slow:
 	 */
 keep_or_give_back:
 	if
+#ifdef MUT_KEEP_UNCOUNTED
+	/* Mutation: kept as it is while the head watches, the steal not counted. */
+	:: may_steal(x & NOT_BYTE) && queued(x) > 0 ->
+#else
 	:: may_steal(x & NOT_BYTE) && queued(x) > 0 && !(x & WATCHING) ->
+#endif
 		/* stolen() leaves the word as it is: kept, nothing written */
 		x = 0; goto critical
 	:: may_steal(x & NOT_BYTE) && (queued(x) == 0 || (x & WATCHING)) ->

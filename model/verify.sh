@@ -254,6 +254,8 @@ check mut-steal-unbounded fail "-DNT=2 -DNACQ=3 -DBYPASS=1 -DMUT_STEAL_UNBOUNDED
 	"mutation: steal without checking the bypass count" bypassed
 check mut-take-keeps-watching fail "-DNT=2 -DNACQ=2 -DBYPASS=1 -DMUT_TAKE_KEEPS_WATCHING" "$SAFE" "$M" \
 	"mutation: take_as_head() does not clear TS_WATCHING" watch_on
+check mut-keep-uncounted fail "-DNT=2 -DNACQ=1 -DNACQ0=3 -DBYPASS=1 -DMUT_KEEP_UNCOUNTED" "$SAFE" "$M" \
+	"mutation: keep_or_give_back() keeps the lock uncounted while the head watches (I3 does not see it)" wseen
 check mut-no-wake-next fail "-DNT=3 -DNACQ=1 -DTIMEOUT_QUEUE=0 -DMUT_NO_WAKE_NEXT" "$SAFE" "$M" \
 	"mutation: the unlock does not wake on TS_WAKE_NEXT (sleeps in the queue never time out)" "invalid end state"
 if [ $quick -eq 0 ]; then
