@@ -50,7 +50,8 @@
  *    a woken head that watches a spin budget first (the C since 53f5309,
  *    the model helper's F2) is one of the behaviours, not a distinct one.
  *    TICKET_WAIT=park (the default) is modelled; spin and yield leave out
- *    sleeps.  A rest (must_rest(), TICKET_REST_US) is a step that looks at
+ *    sleeps (WAIT_SPIN=1: give_way() yields, which is a look here).  A rest
+ *    (must_rest(), TICKET_REST_US) is a step that looks at
  *    the word again, once per acquisition: the sleep itself is only time,
  *    which the interleavings already cover; REST=0 leaves it out.  So a
  *    rest skipped because this thread rested last on the lock (rest_is_due(),
@@ -69,16 +70,20 @@
  *
  * Ghost state (not in the C): in_cs (mutual exclusion), has/tk (who holds
  * which ticket), watch_on/watch_tk/bypassed (the watch of the head of the
- * queue and the steals counted against it: the bypass bound), want (a
- * lock() call waiting: the progress claim), done.
+ * queue and the steals counted against it: the bypass bound), wseen,
+ * hseen/qseen/qahead (the critical sections entered past the watch, the
+ * head, a ticket: I6), want (a lock() call waiting: the progress claim),
+ * done.
  *
  * Configuration (spin -D...): NT threads (2 or 3), NACQ lock/unlock pairs
  * each, QCAP, BYPASS, TRYLOCK (each acquisition may be a trylock),
  * NACQ0 (thread 0's pairs, default NACQ: one busy thread beside two that
  * lock once), UNLOCK_LOCKED (the unlock's load and store as one locked
  * instruction: closes the head's documented window), PROGRESS (the LTL
- * claim), FORK (thread 0 may fork between acquisitions; see below), and
- * the MUT_* mutations (README).
+ * claim), FORK (thread 0 may fork between acquisitions; see below),
+ * WAIT_SPIN (no sleep in the queue, as head or outside), I6's bounds
+ * (WATCH_BOUND, TENURE_BOUND, QUEUE_BOUND, COUNT_TRYLOCK: below), and the
+ * MUT_* mutations (README).
  *
  * FORK: at a moment when the lock is not held (a lock held at fork() stays
  * held in the child, as glibc's), thread 0 calls fork() and the run goes on
@@ -119,6 +124,9 @@
 #endif
 #ifndef TRYLOCK
 #define TRYLOCK 0
+#endif
+#ifndef WAIT_SPIN
+#define WAIT_SPIN 0               /* TICKET_WAIT=spin or yield: give_way() never sleeps */
 #endif
 
 #define STRICT (BYPASS == 0)      /* strict_fifo(): TICKET_BYPASS=0 or TICKET_QUEUE=0 */
@@ -187,6 +195,45 @@
 #define escape_cond(w, t) (lockb(w) == 0 && nextt(w) == (((t) + 1) & TMASK))
 #endif
 
+/*
+ * I6 (README: the acquisitions past a waiter).  One watch of the head sees
+ * at most TICKET_BYPASS steals (I3) and the holder it began under, whose
+ * critical section may come after the watch began: BYPASS + 1 entries by
+ * lock().  A head's whole tenure, or a ticket's whole wait, has no bound in
+ * count unless strict (a head that does not watch, asleep, not yet looking
+ * or passed by an escape, stops no stealer): TENURE_BOUND and QUEUE_BOUND
+ * assert one anyway, so that SPIN shows how it fails.  In strict FIFO the
+ * holder at the draw and the tickets ahead are all that can pass.
+ * COUNT_TRYLOCK counts trylocks too, which nothing bounds (POSIX: a trylock
+ * takes any free lock).  WATCH_BOUND may be lowered to see the holder's +1.
+ */
+#ifndef WATCH_BOUND
+#define WATCH_BOUND (BYPASS + 1)
+#endif
+#if defined(TENURE_BOUND) || defined(QUEUE_BOUND)
+#define SEEN 1
+#endif
+#ifndef TENURE_BOUND
+#define TENURE_BOUND (STRICT -> 1 : 255)
+#endif
+#ifndef QUEUE_BOUND
+#define QUEUE_BOUND 255
+#endif
+/*
+ * The per-waiter counts multiply states: kept only where a bound is asserted
+ * on them, and not in the progress runs, whose safety the safety runs check.
+ */
+#ifndef SEEN
+#ifdef PROGRESS
+#define SEEN 0
+#else
+#define SEEN STRICT
+#endif
+#endif
+#ifndef COUNT_TRYLOCK
+#define COUNT_TRYLOCK 0
+#endif
+
 /* Memory. */
 int word;                /* the lock word (pthread_spinlock_t), 0: free */
 bool bfull[NT];          /* store buffer, depth one: the unlock's byte store of 0 pending */
@@ -203,6 +250,15 @@ byte tk[NT];             /* ... this one */
 bool watch_on;           /* the head of the queue watches (it set TS_WATCHING, or joined with it) */
 byte watch_tk;           /* ... holding this ticket */
 byte bypassed;           /* steals since that watch began */
+byte wseen;              /* critical sections entered by others since that watch began (I6) */
+#if SEEN
+byte hseen[NT];          /* ... while this thread holds the ticket at the head */
+byte qseen[NT];          /* ... while it holds a ticket */
+byte qahead[NT];         /* ... and the tickets ahead of it when it drew */
+#define seen_clear(i)    hseen[i] = 0; qseen[i] = 0; qahead[i] = 0
+#else
+#define seen_clear(i)    skip
+#endif
 byte queue_len;          /* scratch for the capacity assertion (0 between steps) */
 bool want[NT];           /* in pthread_spin_lock(), not yet the owner */
 byte done;               /* threads finished */
@@ -235,14 +291,58 @@ inline store_byte0(me)
 	atomic { assert(!bfull[me]); bfull[me] = 1 }
 }
 
-/* Ghost: a ticket drawn is held by no one else. */
+/* Ghost: a ticket drawn is held by no one else; I6's counts for it start. */
 inline drew(me, tt)
 {
 	assert(!(has[0] && tk[0] == tt) && !(has[1] && tk[1] == tt));
 #if NT > 2
 	assert(!(has[2] && tk[2] == tt));
 #endif
-	has[me] = 1; tk[me] = tt
+	has[me] = 1; tk[me] = tt;
+#if SEEN
+	hseen[me] = 0; qseen[me] = 0; qahead[me] = between(head(word), tt)
+#else
+	skip
+#endif
+}
+
+/*
+ * Ghost (I6): thread @me enters its critical section, past @i if @i waits.
+ * The head is the word's, not the watch's: a head asleep or not yet looking
+ * is still the one passed.
+ */
+#if SEEN
+inline entry_seen(i, me)
+{
+	if
+	:: i != me && has[i] ->
+		qseen[i]++;
+		assert(qseen[i] <= (STRICT -> qahead[i] + 1 : QUEUE_BOUND));
+		if
+		:: tk[i] == head(word) -> hseen[i]++; assert(hseen[i] <= TENURE_BOUND)
+		:: else
+		fi
+	:: else
+	fi
+}
+#endif
+inline entered(me, tried)
+{
+	if
+	:: !tried || COUNT_TRYLOCK ->
+#if SEEN
+		entry_seen(0, me);
+		entry_seen(1, me);
+#if NT > 2
+		entry_seen(2, me);
+#endif
+#endif
+		if
+		:: watch_on -> wseen++; assert(wseen <= WATCH_BOUND)
+		:: else
+		fi
+	:: else
+	fi
 }
 
 /*
@@ -361,6 +461,9 @@ proctype thread(byte me)
 	bool slow;           /* the unlock went out of line */
 	bool rested;         /* this acquisition has rested (lock_queued()) */
 	bool outsider;       /* this acquisition gave the lock back as an outsider (ACTIVE) */
+#if TRYLOCK
+	bool tried;          /* this acquisition is a trylock's (I6 bounds lock()'s) */
+#endif
 
 acquire:
 	if
@@ -390,11 +493,11 @@ acquire:
 #endif
 				   ) ->
 					word = word & LOCKED;
-					has[1] = 0; noted[1] = 0;
+					has[1] = 0; noted[1] = 0; seen_clear(1);
 #if NT > 2
-					has[2] = 0; noted[2] = 0;
+					has[2] = 0; noted[2] = 0; seen_clear(2);
 #endif
-					watch_on = 0
+					watch_on = 0; wseen = 0
 				:: else
 				fi
 			:: else          /* the lock is held: no fork here */
@@ -416,7 +519,7 @@ acquire:
 			fi
 		}
 		if
-		:: ok -> ok = 0; goto critical
+		:: ok -> ok = 0; tried = 1; goto critical
 		:: else
 		fi;
 try_slow:
@@ -425,7 +528,7 @@ try_slow:
 		:: !(lockb(w) & LOCKED) ->
 			trylock_take(me, w, ok);
 			if
-			:: ok -> ok = 0; w = 0; goto critical
+			:: ok -> ok = 0; w = 0; tried = 1; goto critical
 			:: else -> goto try_slow
 			fi
 		:: else -> w = 0; n++; goto acquire      /* EBUSY: one attempt done */
@@ -463,7 +566,12 @@ try_slow:
 	 */
 keep_or_give_back:
 	if
+#ifdef MUT_KEEP_UNCOUNTED
+	/* Mutation: kept as it is while the head watches, the steal not counted. */
+	:: may_steal(x & NOT_BYTE) && queued(x) > 0 ->
+#else
 	:: may_steal(x & NOT_BYTE) && queued(x) > 0 && !(x & WATCHING) ->
+#endif
 		/* stolen() leaves the word as it is: kept, nothing written */
 		x = 0; goto critical
 	:: may_steal(x & NOT_BYTE) && (queued(x) == 0 || (x & WATCHING)) ->
@@ -557,7 +665,7 @@ lock_slow:
 				queue_len = 0;
 				if
 				:: queued(w) == 0 && !STRICT ->
-					watch_on = 1; watch_tk = t; bypassed = 0
+					watch_on = 1; watch_tk = t; bypassed = 0; wseen = 0
 				:: else
 				fi;
 				w = x; ok = 1
@@ -583,6 +691,7 @@ wait_outside:
 	:: queued(w) >= QCAP && !may_steal(w) ->
 		if
 		:: true          /* pause */
+#if !WAIT_SPIN
 		:: true ->
 			/* ts_sleep_outside() (parking.c), the spin budget spent */
 			atomic { s = oseq }
@@ -607,6 +716,7 @@ wait_outside:
 				}
 			fi;
 			atomic { s = 0; x = 0 }
+#endif
 		fi;
 		load(me, w);
 		goto wait_outside
@@ -656,8 +766,8 @@ wait_in_queue:
 			:: word == w ->
 				word = x;
 				assert(has[me] && tk[me] == t);
-				has[me] = 0; tk[me] = 0;
-				watch_on = 0; bypassed = 0;     /* the head's watch ends */
+				has[me] = 0; tk[me] = 0; seen_clear(me);
+				watch_on = 0; bypassed = 0; wseen = 0;  /* the head's watch ends */
 				s = (queued(w) >= QCAP);        /* the queue was full */
 				ok = 1
 			:: else -> w = word; ok = 0; s = 0
@@ -679,7 +789,7 @@ wait_in_queue:
 			if
 			:: word == w ->
 				w = unwatched(w) | WATCHING; word = w;
-				watch_on = 1; watch_tk = t; bypassed = 0
+				watch_on = 1; watch_tk = t; bypassed = 0; wseen = 0
 			:: else -> w = word
 			fi
 		}
@@ -728,8 +838,8 @@ wait_in_queue:
 					word = x;
 					/* I2: only the last ticket goes back, and it is ours */
 					assert(has[me] && ((nextt(w) + TMASK) & TMASK) == t);
-					has[me] = 0; tk[me] = 0;
-					watch_on = 0; bypassed = 0;
+					has[me] = 0; tk[me] = 0; seen_clear(me);
+					watch_on = 0; bypassed = 0; wseen = 0;
 					s = (queued(w) >= QCAP);        /* the queue was full */
 					ok = 1
 				:: else -> w = word; ok = 0; s = 0
@@ -751,6 +861,9 @@ wait_in_queue:
 		   (between(head(w), t) == 1 && (w & WATCHING) && !(w & SLEEPERS)) ->
 			/* keep looking (TS_NEXT_SPIN_NS: the next after a watching head, no one asleep; or the escape's clock) */
 			goto look
+#if WAIT_SPIN
+		:: true -> goto look     /* give_way() yields: a look */
+#else
 		:: true ->
 			/* give_way() -> ts_sleep_in_queue() (parking.c) */
 			atomic { s = seq }
@@ -776,11 +889,13 @@ wait_in_queue:
 			fi;
 			atomic { s = 0; x = 0; w = view(me) }
 			goto wait_in_queue
+#endif
 		fi
 	:: else ->
 		/* The head, the lock held. */
 		if
 		:: goto look
+#if !WAIT_SPIN
 		:: true ->
 			/* give_way() -> ts_sleep_as_head() (parking.c), patience spent */
 			atomic { s = seq }
@@ -795,7 +910,7 @@ sleep_as_head:
 					:: word == x ->
 						word = unwatched(x) | WAKE_HEAD;
 						if
-						:: x & WATCHING -> watch_on = 0; bypassed = 0
+						:: x & WATCHING -> watch_on = 0; bypassed = 0; wseen = 0
 						:: else
 						fi;
 						ok = 1
@@ -831,6 +946,7 @@ sleep_as_head:
 slept:
 			atomic { s = 0; x = 0; w = view(me) }
 			goto wait_in_queue
+#endif
 		fi
 	fi;
 look:
@@ -845,7 +961,13 @@ critical:
 		noted[me] = 0;
 #endif
 		in_cs++;
-		assert(in_cs == 1)
+		assert(in_cs == 1);
+#if TRYLOCK
+		entered(me, tried);
+		tried = 0
+#else
+		entered(me, 0)
+#endif
 	}
 	atomic { in_cs-- }
 

@@ -95,6 +95,9 @@ check() {
 	case $error in
 	*bypassed*) error="assertion: the bypass bound (I3)" ;;
 	*watch_on*) error="assertion: a steal counted with no head watching (I3)" ;;
+	*wseen*) error="assertion: the acquisitions past one watch (I6)" ;;
+	*hseen*) error="assertion: the acquisitions past a head (I6)" ;;
+	*qseen*) error="assertion: the acquisitions past a ticket (I6)" ;;
 	*word\&255*) error="assertion: the end state (lock free, queue empty)" ;;
 	*in_cs*) error="assertion: mutual exclusion" ;;
 	*queue_len*) error="assertion: the queue's capacity (I2)" ;;
@@ -121,8 +124,9 @@ M="-m100000"
 NOWAIT="-DTIMEOUT_QUEUE=0 -DTIMEOUT_HEAD=0 -DUNLOCK_LOCKED=1"
 
 # The real model, safety, naps as the C (any sleep may time out): mutual
-# exclusion, tickets (I2), the bypass bound (I3), unlock never refused, no
-# deadlock (every end state valid).
+# exclusion, tickets (I2), the bypass bound (I3), the acquisitions past a
+# watch (I6; in strict FIFO past a head and a ticket too), unlock never
+# refused, no deadlock (every end state valid).
 check safety-2t-b1 pass "-DNT=2 -DNACQ=2 -DBYPASS=1" "$SAFE" "$M" \
 	"2 threads x 2, TICKET_BYPASS=1: mutual exclusion, tickets, bypass bound, end states"
 check safety-3t-b1 pass "-DNT=3 -DNACQ=1 -DBYPASS=1" "$SAFE $big" "$M" \
@@ -137,6 +141,10 @@ if [ $quick -eq 0 ]; then
 	check safety-3t-b1-patience pass "-DNT=3 -DNACQ=1 -DBYPASS=1 -DPATIENCE=1" "$SAFE $big" "$M" \
 		"3 threads x 1, TICKET_BYPASS=1, the head out of patience fills the count"
 fi
+# Strict FIFO: the quick set's one run of I6's bounds past a head and a
+# ticket (the progress runs leave those counts out).
+check safety-2t-strict pass "-DNT=2 -DNACQ=2 -DBYPASS=0 -DTRYLOCK=1" "$SAFE" "$M" \
+	"2 threads x 2 (lock or trylock), strict FIFO (TICKET_BYPASS=0)"
 if [ $quick -eq 0 ]; then
 	check safety-2t3-b1-try pass "-DNT=2 -DNACQ=3 -DBYPASS=1 -DTRYLOCK=1" "$SAFE" "$M" \
 		"2 threads x 3 (lock or trylock), TICKET_BYPASS=1"
@@ -146,10 +154,18 @@ if [ $quick -eq 0 ]; then
 		"3 threads x 1 (lock or trylock), TICKET_BYPASS=2"
 	check safety-3t-q2 pass "-DNT=3 -DNACQ=1 -DBYPASS=1 -DQCAP=2" "$SAFE" "$M" \
 		"3 threads x 1, TICKET_QUEUE=2 (a full queue)"
-	check safety-2t-strict pass "-DNT=2 -DNACQ=2 -DBYPASS=0 -DTRYLOCK=1" "$SAFE" "$M" \
-		"2 threads x 2 (lock or trylock), strict FIFO (TICKET_BYPASS=0)"
 	check safety-3t-strict pass "-DNT=3 -DNACQ=1 -DBYPASS=0" "$SAFE" "$M" \
 		"3 threads x 1, strict FIFO (TICKET_BYPASS=0)"
+fi
+
+# TICKET_WAIT=spin (or yield): no sleep anywhere, so no watch ends but by
+# the head's take or an escape (I6's bound-*-spin runs below: even so a
+# head's count has no bound).
+if [ $quick -eq 0 ]; then
+	check safety-2t-b1-spin pass "-DNT=2 -DNACQ=2 -DBYPASS=1 -DWAIT_SPIN=1" "$SAFE" "$M" \
+		"2 threads x 2, TICKET_BYPASS=1, TICKET_WAIT=spin"
+	check safety-3t-b1-spin pass "-DNT=3 -DNACQ=1 -DBYPASS=1 -DWAIT_SPIN=1" "$SAFE" "$M" \
+		"3 threads x 1, TICKET_BYPASS=1, TICKET_WAIT=spin"
 fi
 
 # The active set (TICKET_ACTIVE): an outsider gives back a lock it could
@@ -218,11 +234,28 @@ check timeout-R1-head-window fail "-DNT=2 -DNACQ=2 -DTIMEOUT_HEAD=0" "$SAFE" "$M
 	"R1 (documented, parking.c): the unlock's load before the head's TS_WAKE_HEAD, its store after" \
 	"invalid end state"
 
+# I6's counts that have no bound (README): each must show its counterexample.
+# Thread 0 takes the lock three times past thread 1's one ticket, one more
+# than a watch allows: as head, thread 1 is passed again after its sleep ended
+# the watch; with no sleep at all, after an escape did.
+check bound-tenure-2t fail "-DNT=2 -DNACQ=1 -DNACQ0=3 -DBYPASS=1 -DTENURE_BOUND=2" "$SAFE" "$M" \
+	"a head's tenure has no bound in count: passed again once asleep (TICKET_BYPASS + 1 = 2 asserted)" hseen
+if [ $quick -eq 0 ]; then
+	check bound-tenure-2t-spin fail "-DNT=2 -DNACQ=1 -DNACQ0=3 -DBYPASS=1 -DTENURE_BOUND=2 -DWAIT_SPIN=1" "$SAFE" "$M" \
+		"the same with no sleep (TICKET_WAIT=spin): passed again after an escape" hseen
+	check bound-queue-2t-spin fail "-DNT=2 -DNACQ=1 -DNACQ0=5 -DBYPASS=1 -DQCAP=2 -DQUEUE_BOUND=4 -DWAIT_SPIN=1" "$SAFE" "$M" \
+		"a ticket's wait has no bound in count, no one asleep: TICKET_QUEUE x (TICKET_BYPASS + 1) = 4 asserted" qseen
+	check bound-watch-2t3-trylock fail "-DNT=2 -DNACQ=3 -DBYPASS=1 -DTRYLOCK=1 -DCOUNT_TRYLOCK=1" "$SAFE" "$M" \
+		"trylocks pass a watching head past the bound (POSIX): a watch's bound counting them fails" wseen
+fi
+
 # Seeded bugs: SPIN must reject each one.
 check mut-steal-unbounded fail "-DNT=2 -DNACQ=3 -DBYPASS=1 -DMUT_STEAL_UNBOUNDED" "$SAFE" "$M" \
 	"mutation: steal without checking the bypass count" bypassed
 check mut-take-keeps-watching fail "-DNT=2 -DNACQ=2 -DBYPASS=1 -DMUT_TAKE_KEEPS_WATCHING" "$SAFE" "$M" \
 	"mutation: take_as_head() does not clear TS_WATCHING" watch_on
+check mut-keep-uncounted fail "-DNT=2 -DNACQ=1 -DNACQ0=3 -DBYPASS=1 -DMUT_KEEP_UNCOUNTED" "$SAFE" "$M" \
+	"mutation: keep_or_give_back() keeps the lock uncounted while the head watches (I3 does not see it)" wseen
 check mut-no-wake-next fail "-DNT=3 -DNACQ=1 -DTIMEOUT_QUEUE=0 -DMUT_NO_WAKE_NEXT" "$SAFE" "$M" \
 	"mutation: the unlock does not wake on TS_WAKE_NEXT (sleeps in the queue never time out)" "invalid end state"
 if [ $quick -eq 0 ]; then
