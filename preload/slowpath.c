@@ -33,7 +33,8 @@
  *     the lock as soon as it sees it free, whatever the count.  Once the count
  *     is reached, stealers queue and the lock is the head's at the next
  *     release: a running waiter at the head is bypassed at most
- *     TICKET_BYPASS times; and on a saturated lock for about
+ *     TICKET_BYPASS times after its first look, TICKET_BYPASS + 1 counting
+ *     the holder it began watching under (the model's I6); and on a saturated lock for about
  *     TICKET_BYPASS_NS: a head that has watched that long, bypassed
  *     TS_REST_MIN_BYPASSED times or more, fills the count itself
  *     (head_out_of_patience()), so that its wait is bounded in time too,

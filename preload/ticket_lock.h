@@ -118,6 +118,11 @@
  *     saturating at TS_BYPASS_MAX, and no steal makes it exceed
  *     TICKET_BYPASS.  The watching head may fill it to TICKET_BYPASS
  *     itself, once it has watched TICKET_BYPASS_NS on a saturated lock.
+ *     The holder the watch began under is not counted (it took the lock
+ *     before TS_WATCHING was set): one watch is passed by at most
+ *     TICKET_BYPASS + 1 critical sections (the model's I6).  Across watches
+ *     there is no count bound: a head that sleeps or is escaped past ends
+ *     its watch, and the count starts again; that wait is bounded in time.
  *     A trylock may exceed it (it takes any free lock: POSIX lets it
  *     fail only while the lock is held, and it cannot wait its turn); it
  *     counts itself up to TS_BYPASS_MAX and no further, so the field never
