@@ -7,7 +7,8 @@
 # by 'make mutants', and counts as not caught there: two CI runs failed on
 # one (stats-mark-without-stats, impatient-on-any-lock), after a change
 # that 'make check' passed.  This catches it in 'make check', in seconds.
-# Needs perl (perl-base, in every Debian) and the C compiler that built us.
+# Needs perl (perl-base, in every Debian; mutant-lib.sh's apply) and the C
+# compiler that built us.
 set -u
 srcdir=$(cd "$(dirname "$0")/.." && pwd)
 # config.h is the build tree's: automake runs the tests in BUILDDIR/tests
@@ -16,6 +17,9 @@ builddir=$(cd .. && pwd)
 CC=${CC:-cc}
 # Not under the library or a sanitizer runtime: the compiler is not ours.
 unset LD_PRELOAD
+# header and apply: the mutant file's format, as tests/mutants.sh reads it
+# shellcheck source=mutant-lib.sh
+. "$srcdir/tests/mutant-lib.sh"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 fail=0 count=0 compiled=0
@@ -23,29 +27,16 @@ fail=0 count=0 compiled=0
 for mutant in "$srcdir"/tests/mutants/*.mutant; do
 	name=$(basename "$mutant" .mutant)
 	count=$((count + 1))
-	file=$(sed -n '/^@@/q; s/^file:[[:space:]]*//p' "$mutant" | head -n 1)
+	file=$(header file "$mutant")
 	[ -n "$file" ] && [ -f "$srcdir/$file" ] || {
 		echo "FAIL: $name: no file, or '$file' not found"; fail=1; continue; }
 	rm -rf "$tmp/src" && mkdir -p "$tmp/src/preload" "$tmp/src/tools" &&
 		cp "$srcdir"/preload/*.[ch] "$tmp/src/preload/" && cp "$srcdir"/tools/*.[ch] "$tmp/src/tools/" 2>/dev/null
 	mkdir -p "$(dirname "$tmp/src/$file")"
-	# Apply every block to a copy; "stale N" when block N does not occur exactly once.
-	verdict=$(perl -e '
-		my ($mutant, $in, $out) = @ARGV;
-		local $/; open(my $m, "<", $mutant) or die; my $t = <$m>;
-		open(my $f, "<", $in) or die; my $src = <$f>;
-		my $n = 0;
-		while ($t =~ /^\@\@ original\n(.*?)^\@\@ replacement\n(.*?)^\@\@ end$/msg) {
-			my ($o, $r) = ($1, $2); $n++;
-			my $c = () = $src =~ /\Q$o\E/g;
-			if ($c != 1) { print "stale $n ($c)"; exit 0 }
-			$src =~ s/\Q$o\E/$r/;
-		}
-		if ($n == 0) { print "no blocks"; exit 0 }
-		open(my $w, ">", $out) or die; print $w $src; print "ok";
-	' "$mutant" "$srcdir/$file" "$tmp/src/$file")
-	if [ "$verdict" != ok ]; then
-		echo "FAIL: $name: $verdict in $file"; fail=1; continue
+	cp "$srcdir/$file" "$tmp/src/$file"
+	# Every block applied to the copy, as 'make mutants' applies them.
+	if ! reason=$(apply "$mutant" "$tmp/src/$file"); then
+		echo "FAIL: $name: stale in $file: $reason"; fail=1; continue
 	fi
 	case $file in
 	*.c) targets=$tmp/src/$file ;;
