@@ -234,6 +234,10 @@
 #define COUNT_TRYLOCK 0
 #endif
 
+/* Ghost: a watch of the head begins (holding ticket t) or ends, its counts (I3, I6) with it. */
+#define watch_begins(t)  watch_on = 1; watch_tk = t; bypassed = 0; wseen = 0
+#define watch_ends()     watch_on = 0; bypassed = 0; wseen = 0
+
 /* Memory. */
 int word;                /* the lock word (pthread_spinlock_t), 0: free */
 bool bfull[NT];          /* store buffer, depth one: the unlock's byte store of 0 pending */
@@ -665,7 +669,7 @@ lock_slow:
 				queue_len = 0;
 				if
 				:: queued(w) == 0 && !STRICT ->
-					watch_on = 1; watch_tk = t; bypassed = 0; wseen = 0
+					watch_begins(t)
 				:: else
 				fi;
 				w = x; ok = 1
@@ -767,7 +771,7 @@ wait_in_queue:
 				word = x;
 				assert(has[me] && tk[me] == t);
 				has[me] = 0; tk[me] = 0; seen_clear(me);
-				watch_on = 0; bypassed = 0; wseen = 0;  /* the head's watch ends */
+				watch_ends();  /* the head's watch ends */
 				s = (queued(w) >= QCAP);        /* the queue was full */
 				ok = 1
 			:: else -> w = word; ok = 0; s = 0
@@ -789,7 +793,7 @@ wait_in_queue:
 			if
 			:: word == w ->
 				w = unwatched(w) | WATCHING; word = w;
-				watch_on = 1; watch_tk = t; bypassed = 0; wseen = 0
+				watch_begins(t)
 			:: else -> w = word
 			fi
 		}
@@ -839,7 +843,7 @@ wait_in_queue:
 					/* I2: only the last ticket goes back, and it is ours */
 					assert(has[me] && ((nextt(w) + TMASK) & TMASK) == t);
 					has[me] = 0; tk[me] = 0; seen_clear(me);
-					watch_on = 0; bypassed = 0; wseen = 0;
+					watch_ends();
 					s = (queued(w) >= QCAP);        /* the queue was full */
 					ok = 1
 				:: else -> w = word; ok = 0; s = 0
@@ -910,7 +914,7 @@ sleep_as_head:
 					:: word == x ->
 						word = unwatched(x) | WAKE_HEAD;
 						if
-						:: x & WATCHING -> watch_on = 0; bypassed = 0; wseen = 0
+						:: x & WATCHING -> watch_ends()
 						:: else
 						fi;
 						ok = 1
