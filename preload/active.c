@@ -25,21 +25,27 @@
  * hold no ticket, or when they are not members while the line is not empty
  * (ts_active_outsider(): no stealing past the line):
  *  1. A member passes.
- *  2. While no one waits in the line: if the lock is not saturated (its last
- *     watching head was bypassed fewer than TS_SATURATED_BYPASSED times
- *     before it took the lock) anyone passes, else a free slot is taken.
- *  3. Anyone else joins the line: a number drawn from the room, and a sleep
+ *  2. If the lock is not saturated (its last watching head was bypassed
+ *     fewer than TS_SATURATED_BYPASSED times before it took the lock),
+ *     anyone passes, even while others wait in the line.
+ *  3. While no one waits in the line, a free slot is taken.
+ *  4. Anyone else joins the line: a number drawn from the room, and a sleep
  *     until the room serves it.  The first of the line takes a free slot,
  *     or the slot whose turn ended first, as soon as it ends (it sleeps
  *     until then), and passes the line on to the next.
  * At low contention nothing is restricted, and the cost is a load of the
- * room (ts_active_outsider()) on the slow path.  The line, once formed,
- * is served by turns only: letting its first pass whenever the hint said
- * "not saturated" (it flips at every take near the threshold) drained the
- * whole line at once, each woken thread waking the next, and filled the CPUs
- * with threads that preempted the holder; letting newcomers pass it then
- * (beside CPU hogs the members' preemptions make the hint flip often) served
- * them before the line.  Turns of wall time gave a member that a CPU hog
+ * room (ts_active_outsider()) on the slow path.  The line itself is served
+ * by turns only: letting its first pass whenever the hint said "not
+ * saturated" (it flips at every take near the threshold) drained the whole
+ * line at once, each woken thread waking the next, and filled the CPUs with
+ * threads that preempted the holder.  But newcomers pass it while the hint
+ * says "not saturated" (step 2), and no one counts as an outsider then: a
+ * line that everyone joined once it had formed never dissolved, and where
+ * the lock is not the bottleneck (16 threads, work 1000) evicted members
+ * rejoined it for good, so that two threads ran where sixteen could and the
+ * CPUs idled at each hand-over (doc/benchmarks.md, 7 December 2026,
+ * evening).  So the line empties by turns once contention falls, and the
+ * set restricts only while the lock is saturated.  Turns of wall time gave a member that a CPU hog
  * preempted for its turn nothing, and one that ran a hundred thousand
  * acquisitions; the CPU time is read (clock_gettime() of the member's thread
  * clock, a system call, no cancellation point) only by the first of the
@@ -369,7 +375,7 @@ bool ts_active_admit(const struct ts_config *cfg, uint32_t hash, uint32_t word)
 	if (me.room != NULL)
 		leave_set(); /* one set at a time (or our slot was taken: nothing to give back) */
 	/*
-	 * Low contention: nothing is restricted.  Saturated is the lock's last
+	 * Low contention: nothing is restricted, line or no line (step 2).  Saturated is the lock's last
 	 * watching head bypassed 4 times or more (slowpath.c): 16 and up at work
 	 * 0 and 30 at 8 and 16 threads, 4 to 15 at work 100, 0 to 3 at work
 	 * 1000, where a thread that failed to take the lock gets it within a
@@ -377,12 +383,10 @@ bool ts_active_admit(const struct ts_config *cfg, uint32_t hash, uint32_t word)
 	 * work 1000, the slowest run's 0.44 against 0.53; bench/locks, 5
 	 * interleaved runs).
 	 */
-	if (line_empty(room)) {
-		if (!ts_lock_saturated(hash))
-			return false;
-		if (claim(cfg, room, ts_now_ns(), false, &unused))
-			return false;
-	}
+	if (!ts_lock_saturated(hash))
+		return false;
+	if (line_empty(room) && claim(cfg, room, ts_now_ns(), false, &unused))
+		return false;
 	wait_in_line(cfg, room);
 	return true;
 }
@@ -390,11 +394,14 @@ bool ts_active_admit(const struct ts_config *cfg, uint32_t hash, uint32_t word)
 bool ts_active_outsider(const struct ts_config *cfg, ts_word_t *lock, uint32_t word)
 {
 	struct active_room *room;
+	uint32_t hash;
 
 	if (cfg->active == 0 || (word & TS_SHARED))
 		return false;
-	room = room_of(ts_lock_hash(lock));
-	return !line_empty(room) && !is_member(room);
+	hash = ts_lock_hash(lock);
+	room = room_of(hash);
+	/* The gate's tests (ts_active_admit()): it would not restrict us, so neither does this. */
+	return !line_empty(room) && !is_member(room) && ts_lock_saturated(hash);
 }
 
 void ts_active_after_fork(void)

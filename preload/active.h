@@ -40,9 +40,9 @@ bool ts_active_admit(const struct ts_config *cfg, uint32_t hash, uint32_t word);
 
 /*
  * Is the calling thread outside @lock's active set while others sleep
- * waiting for a place in it?  Then it may not steal: it goes to the gate
- * (ts_active_admit()) behind them.  Cheap when the set is off or no one
- * sleeps: a load.
+ * waiting for a place in it and the lock is saturated (the gate's own
+ * test)?  Then it may not steal: it goes to the gate (ts_active_admit())
+ * behind them.  Cheap when the set is off or no one sleeps: a load.
  */
 bool ts_active_outsider(const struct ts_config *cfg, ts_word_t *lock, uint32_t word);
 
