@@ -210,7 +210,15 @@ static bool parse_doze_us(const char *raw, struct ts_config *cfg)
 	return parse_u32(raw, 0, TS_DOZE_US_MAX, &cfg->doze_us);
 }
 
-/* TICKET_ACTIVE: off (0), cpus (the CPUs we may run on), or a count. */
+/* The CPUs this process may run on, at most TS_ACTIVE_MAX: TICKET_ACTIVE's default. */
+static uint32_t active_for_cpus(void)
+{
+	uint32_t cpus = ts_active_cpus();
+
+	return cpus < TS_ACTIVE_MAX ? cpus : TS_ACTIVE_MAX;
+}
+
+/* TICKET_ACTIVE: off (0), cpus (the default), or a count. */
 static bool parse_active(const char *raw, struct ts_config *cfg)
 {
 	if (strcmp(raw, "off") == 0) {
@@ -218,9 +226,7 @@ static bool parse_active(const char *raw, struct ts_config *cfg)
 		return true;
 	}
 	if (strcmp(raw, "cpus") == 0) {
-		uint32_t cpus = ts_active_cpus();
-
-		cfg->active = cpus < TS_ACTIVE_MAX ? cpus : TS_ACTIVE_MAX;
+		cfg->active = active_for_cpus();
 		return true;
 	}
 	return parse_u32(raw, 0, TS_ACTIVE_MAX, &cfg->active);
@@ -322,7 +328,7 @@ static const struct ts_config defaults = {
 	.rest_us = 500,
 	.turn_us = 500,
 	.doze_us = 50,
-	.active = 0,
+	.active = 0, /* replaced by active_for_cpus() in ts_config_parse() */
 	.active_us = 1000,
 	.stall_ms = 1000,
 	.stats = NULL,
@@ -369,6 +375,8 @@ unsigned ts_config_parse(struct ts_config *out)
 	size_t i;
 
 	*out = defaults;
+	/* sched_getaffinity(): a system call, no cancellation point, safe before main. */
+	out->active = active_for_cpus();
 	if (getauxval(AT_SECURE) != 0) {
 		if (any_ticket_variable())
 			ts_log("set-user-ID or otherwise secure process (AT_SECURE): ignoring every "

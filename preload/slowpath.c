@@ -136,10 +136,11 @@
  *     thread becomes the head, which runs; after a rest it queues, so that
  *     two threads take turns (step 4).
  *
- *  8. Active set (TICKET_ACTIVE, opt-in; active.c).  Before it may draw a
- *     ticket, a thread that failed to take a saturated lock passes a gate
- *     that lets at most TICKET_ACTIVE threads contend; the others sleep in
- *     a FIFO line, holding nothing, and are rotated in by turns.  While the
+ *  8. Active set (TICKET_ACTIVE, as many places as CPUs; active.c).
+ *     Before it may draw a ticket, a thread that failed to take a saturated
+ *     lock passes a gate that lets at most TICKET_ACTIVE threads contend;
+ *     the others sleep in a FIFO line, holding nothing, and are rotated in
+ *     by turns.  While the
  *     line is not empty and the lock saturated, a thread outside the set
  *     does not steal: the exchange's free lock is given back
  *     (keep_or_give_back()) and the thread goes to the gate.  Nothing else

@@ -67,14 +67,17 @@ Test(active, one_slot_restricts_and_rotates_and_everyone_finishes, .timeout = 60
 }
 
 /*
- * With the set off (the default) nothing joins a line: the restriction is
- * asked for, never imposed.
+ * With the set off (TICKET_ACTIVE=off, the default until 7 December 2026)
+ * nothing joins a line, even on a lock whose hint says saturated.
  */
-Test(active, off_by_default_restricts_no_one, .timeout = 60)
+Test(active, off_restricts_no_one, .timeout = 60)
 {
 	struct ts_active_counts c;
 
+	setenv("TICKET_ACTIVE", "off", 1);
+	heads_spin();
 	cr_assert_eq(ts_config()->active, 0);
+	a_watching_head_takes_after(TS_SATURATED_BYPASSED); /* saturated: a set would restrict */
 	contend_until(at_once);
 	ts_active_counts(&c);
 	cr_assert_eq(c.joined, 0);

@@ -46,7 +46,10 @@ Test(config, defaults)
 	cr_assert_eq(cfg.rest_us, 500);
 	cr_assert_eq(cfg.turn_us, 500);
 	cr_assert_eq(cfg.doze_us, 50);
-	cr_assert_eq(cfg.active, 0, "the active set is off unless asked for");
+	cr_assert_eq(cfg.active, ts_active_cpus() < TS_ACTIVE_MAX ? ts_active_cpus() : TS_ACTIVE_MAX,
+	             "the active set has as many places as CPUs (at most %u) by default: %u",
+	             TS_ACTIVE_MAX, cfg.active);
+	cr_assert_geq(cfg.active, 1);
 	cr_assert_eq(cfg.active_us, 1000);
 	cr_assert(!cfg.strict && !cfg.verbose);
 }
