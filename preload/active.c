@@ -45,9 +45,9 @@
  * rejoined it for good, so that two threads ran where sixteen could and the
  * CPUs idled at each hand-over (doc/benchmarks.md, 7 December 2026,
  * evening).  So the line empties by turns once contention falls, and the
- * set restricts only while the lock is saturated.  Turns of wall time gave a member that a CPU hog
- * preempted for its turn nothing, and one that ran a hundred thousand
- * acquisitions; the CPU time is read (clock_gettime() of the member's thread
+ * set restricts only while the lock is saturated.  Turns of wall time gave
+ * a member that a CPU hog preempted for its turn nothing, and one that ran
+ * a hundred thousand acquisitions; the CPU time is read (clock_gettime() of the member's thread
  * clock, a system call, no cancellation point) only by the first of the
  * line, once a turn of wall time is over.  An evicted member is not
  * told: it goes on until its next acquisition that is not a fast path's,
@@ -375,8 +375,9 @@ bool ts_active_admit(const struct ts_config *cfg, uint32_t hash, uint32_t word)
 	if (me.room != NULL)
 		leave_set(); /* one set at a time (or our slot was taken: nothing to give back) */
 	/*
-	 * Low contention: nothing is restricted, line or no line (step 2).  Saturated is the lock's last
-	 * watching head bypassed 4 times or more (slowpath.c): 16 and up at work
+	 * Low contention: nothing is restricted, line or no line (step 2).
+	 * Saturated is the lock's last watching head bypassed 4 times or more
+	 * (slowpath.c): 16 and up at work
 	 * 0 and 30 at 8 and 16 threads, 4 to 15 at work 100, 0 to 3 at work
 	 * 1000, where a thread that failed to take the lock gets it within a
 	 * critical section: restricting it there cost fairness (16 threads,

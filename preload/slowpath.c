@@ -140,11 +140,10 @@
  *     Before it may draw a ticket, a thread that failed to take a saturated
  *     lock passes a gate that lets at most TICKET_ACTIVE threads contend;
  *     the others sleep in a FIFO line, holding nothing, and are rotated in
- *     by turns.  While the
- *     line is not empty and the lock saturated, a thread outside the set
- *     does not steal: the exchange's free lock is given back
- *     (keep_or_give_back()) and the thread goes to the gate.  Nothing else
- *     here changes.
+ *     by turns.  While the line is not empty and the lock saturated, a
+ *     thread outside the set does not steal: the exchange's free lock is
+ *     given back (keep_or_give_back()) and the thread goes to the gate.
+ *     Nothing else here changes.
  *
  * Strict FIFO (TICKET_QUEUE=0, TICKET_BYPASS=0): no steal, no escape, no
  * restriction, no rest: a thread keeps a free lock only with an empty

@@ -20,6 +20,12 @@ static unsigned parse_with(const char *name, const char *value, struct ts_config
 	return invalid;
 }
 
+/* TICKET_ACTIVE=cpus, and the default: the CPUs we may run on, at most TS_ACTIVE_MAX. */
+static uint32_t active_places_for_cpus(void)
+{
+	return ts_active_cpus() < TS_ACTIVE_MAX ? ts_active_cpus() : TS_ACTIVE_MAX;
+}
+
 Test(config, defaults)
 {
 	struct ts_config cfg;
@@ -46,7 +52,7 @@ Test(config, defaults)
 	cr_assert_eq(cfg.rest_us, 500);
 	cr_assert_eq(cfg.turn_us, 500);
 	cr_assert_eq(cfg.doze_us, 50);
-	cr_assert_eq(cfg.active, ts_active_cpus() < TS_ACTIVE_MAX ? ts_active_cpus() : TS_ACTIVE_MAX,
+	cr_assert_eq(cfg.active, active_places_for_cpus(),
 	             "the active set has as many places as CPUs (at most %u) by default: %u",
 	             TS_ACTIVE_MAX, cfg.active);
 	cr_assert_geq(cfg.active, 1);
@@ -125,7 +131,7 @@ Test(config, good_values)
 	cr_assert_eq(parse_with("TICKET_ACTIVE", "0", &cfg), 0);
 	cr_assert_eq(cfg.active, 0);
 	cr_assert_eq(parse_with("TICKET_ACTIVE", "cpus", &cfg), 0);
-	cr_assert_eq(cfg.active, ts_active_cpus() < TS_ACTIVE_MAX ? ts_active_cpus() : TS_ACTIVE_MAX);
+	cr_assert_eq(cfg.active, active_places_for_cpus());
 	cr_assert_geq(cfg.active, 1);
 	cr_assert_eq(parse_with("TICKET_ACTIVE_US", "100", &cfg), 0);
 	cr_assert_eq(cfg.active_us, 100);
