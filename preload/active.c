@@ -47,17 +47,17 @@
  * evening).  So the line empties by turns once contention falls, and the
  * set restricts only while the lock is saturated.  Turns of wall time gave
  * a member that a CPU hog preempted for its turn nothing, and one that ran
- * a hundred thousand acquisitions; the CPU time is read (clock_gettime() of the member's thread
- * clock, a system call, no cancellation point) only by the first of the
- * line, once a turn of wall time is over.  An evicted member is not
- * told: it goes on until its next acquisition that is not a fast path's,
- * finds the slot gone, and joins the line.  So the hand-over leaves no CPU
- * idle while the newcomer wakes; a member that exited or forked away holds
- * its slot one turn at most (its clock is gone), one that blocks or lost its
- * CPU TS_ACTIVE_WALL_TURNS turns.  A thread is a member of one
- * set at a time: coming to another lock's gate frees its slot, so a thread
- * that sleeps in one line while holding another lock frees its place there
- * first.
+ * a hundred thousand acquisitions; the CPU time is read (clock_gettime() of
+ * the member's thread clock, a system call, no cancellation point) only by
+ * the first of the line, once a turn of wall time is over.  An evicted
+ * member is not told: it goes on until its next acquisition that is not a
+ * fast path's, finds the slot gone, and joins the line.  So the hand-over
+ * leaves no CPU idle while the newcomer wakes; a member that exited or
+ * forked away holds its slot one turn at most (its clock is gone), one that
+ * blocks or lost its CPU TS_ACTIVE_WALL_TURNS turns.  A thread is a member
+ * of one set at a time: coming to another lock's gate frees its slot, so a
+ * thread that sleeps in one line while holding another lock frees its place
+ * there first.
  *
  * Bounds.  A passive thread holds no ticket and nothing of the lock's word:
  * the queue's bounds (slowpath.c) do not count it and it holds up no one.
@@ -377,12 +377,11 @@ bool ts_active_admit(const struct ts_config *cfg, uint32_t hash, uint32_t word)
 	/*
 	 * Low contention: nothing is restricted, line or no line (step 2).
 	 * Saturated is the lock's last watching head bypassed 4 times or more
-	 * (slowpath.c): 16 and up at work
-	 * 0 and 30 at 8 and 16 threads, 4 to 15 at work 100, 0 to 3 at work
-	 * 1000, where a thread that failed to take the lock gets it within a
-	 * critical section: restricting it there cost fairness (16 threads,
-	 * work 1000, the slowest run's 0.44 against 0.53; bench/locks, 5
-	 * interleaved runs).
+	 * (slowpath.c): 16 and up at work 0 and 30 at 8 and 16 threads, 4 to
+	 * 15 at work 100, 0 to 3 at work 1000, where a thread that failed to
+	 * take the lock gets it within a critical section: restricting it there
+	 * cost fairness (16 threads, work 1000, the slowest run's 0.44 against
+	 * 0.53; bench/locks, 5 interleaved runs).
 	 */
 	if (!ts_lock_saturated(hash))
 		return false;
