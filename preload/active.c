@@ -376,12 +376,11 @@ bool ts_active_admit(const struct ts_config *cfg, uint32_t hash, uint32_t word)
 		leave_set(); /* one set at a time (or our slot was taken: nothing to give back) */
 	/*
 	 * Low contention: nothing is restricted, line or no line (step 2).
-	 * Saturated is the lock's last watching head bypassed 4 times or more
-	 * (slowpath.c): 16 and up at work 0 and 30 at 8 and 16 threads, 4 to
-	 * 15 at work 100, 0 to 3 at work 1000, where a thread that failed to
-	 * take the lock gets it within a critical section: restricting it there
-	 * cost fairness (16 threads, work 1000, the slowest run's 0.44 against
-	 * 0.53; bench/locks, 5 interleaved runs).
+	 * Saturated is the lock's last watching head bypassed
+	 * TS_SATURATED_BYPASSED times or more (slowpath.c).  Below that, a
+	 * thread that failed to take the lock gets it within a critical
+	 * section, and restricting it cost fairness where the private work is
+	 * long (doc/benchmarks.md, "5 December 2026 (afternoon)").
 	 */
 	if (!ts_lock_saturated(hash))
 		return false;
